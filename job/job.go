@@ -1,0 +1,299 @@
+package job
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"time"
+
+	"github.com/google/uuid"
+	"gopkg.in/rethinkdb/rethinkdb-go.v6/encoding"
+)
+
+// Job is one unit of work and the Go form of one document in the queue's table. Read jobs
+// with Queue.GetJob or FindJob, make new ones with Queue.CreateJob (or New) and the
+// setters, and add them with Queue.AddJob.
+//
+// A Job is not safe for concurrent use: the methods that save it also update its fields.
+type Job struct {
+	ID           string
+	Name         string
+	Priority     Priority
+	Timeout      time.Duration
+	RetryDelay   time.Duration
+	RepeatDelay  time.Duration
+	RetryMax     int
+	RetryCount   int
+	ProcessCount int
+	// Repeat is 0 for a job that does not repeat, n for n repeats, RepeatForever for ever.
+	Repeat       int
+	Progress     float64
+	Status       Status
+	Log          []LogEntry
+	DateCreated  time.Time
+	DateEnable   time.Time
+	DateStarted  time.Time // zero until the job is first processed
+	DateFinished time.Time // zero until the job first finishes or fails
+	// QueueID is the id of the queue that last changed the job.
+	QueueID string
+	// Data is the job's payload, the document's "data" field. Values read from the
+	// database are maps, slices, strings, float64s, bools and time.Times; use DataAs to
+	// decode them into a type of your own.
+	Data any
+	// Fields holds every other top-level field of the document. They are written back
+	// untouched by every save; deleting a key and calling Update removes the field.
+	// Node.js jobs created from an object keep that object's keys here.
+	Fields map[string]any
+
+	store Store
+	err   error
+}
+
+// Store is what a job needs from its queue to save itself. Package queue implements it;
+// users do not.
+type Store interface {
+	// QueueID is the id of the queue, written into the job's log entries.
+	QueueID() string
+	// UpdateJob saves every field of j, appending e to its log.
+	UpdateJob(ctx context.Context, j *Job, e LogEntry) error
+	// AddLog appends e to the stored job's log and to j.Log.
+	AddLog(ctx context.Context, j *Job, e LogEntry) error
+	// UpdateProgress stores the progress of an active job.
+	UpdateProgress(ctx context.Context, j *Job, percent float64) error
+}
+
+// New returns a job with status Created, a new id, the given payload and options, for the
+// queue behind s (nil for a job that Queue.AddJob attaches later). An invalid option is
+// reported by Err. Queue.CreateJob is the usual way to call it.
+func New(s Store, data any, opts Options) *Job {
+	created := creationTime()
+	id := uuid.NewString()
+	j := &Job{
+		ID:          id,
+		Name:        opts.Name,
+		Priority:    opts.Priority,
+		Timeout:     opts.Timeout,
+		RetryDelay:  opts.RetryDelay,
+		RepeatDelay: opts.RepeatDelay,
+		RetryMax:    opts.RetryMax,
+		Repeat:      opts.Repeat,
+		Status:      Created,
+		Log:         []LogEntry{},
+		DateCreated: created,
+		DateEnable:  toMillis(time.Now()),
+		Data:        data,
+		err:         opts.Validate(),
+	}
+	if j.Name == "" {
+		j.Name = id
+	}
+	if !opts.DateEnable.IsZero() {
+		j.DateEnable = toMillis(opts.DateEnable)
+	}
+	j.Attach(s)
+	return j
+}
+
+// Attach makes s the queue that saves j and stamps j with its id. Queue.AddJob attaches
+// the jobs it adds; users rarely need it.
+func (j *Job) Attach(s Store) {
+	j.store = s
+	if s != nil {
+		j.QueueID = s.QueueID()
+	}
+}
+
+// Err returns the errors of every setter call that was given an invalid value (those
+// values were not applied), joined, or nil.
+func (j *Job) Err() error { return j.err }
+
+func (j *Job) fail(err error) *Job {
+	j.err = errors.Join(j.err, err)
+	return j
+}
+
+// SetName sets the job's name; an empty name is invalid.
+func (j *Job) SetName(name string) *Job {
+	if name == "" {
+		return j.fail(ErrInvalidName)
+	}
+	j.Name = name
+	return j
+}
+
+// SetPriority sets the job's priority; it must be one of the six Priority constants.
+func (j *Job) SetPriority(p Priority) *Job {
+	if !p.Valid() {
+		return j.fail(fmt.Errorf("%w (got %d)", ErrInvalidPriority, int(p)))
+	}
+	j.Priority = p
+	return j
+}
+
+// SetTimeout sets how long one run may take; it must not be negative.
+func (j *Job) SetTimeout(d time.Duration) *Job {
+	if err := checkDuration(ErrInvalidTimeout, d); err != nil {
+		return j.fail(err)
+	}
+	j.Timeout = d
+	return j
+}
+
+// SetRetryMax sets how many times a failed job is retried; it must not be negative.
+func (j *Job) SetRetryMax(n int) *Job {
+	if err := checkCount(ErrInvalidRetryMax, n); err != nil {
+		return j.fail(err)
+	}
+	j.RetryMax = n
+	return j
+}
+
+// SetRetryDelay sets the delay unit between retries; it must not be negative.
+func (j *Job) SetRetryDelay(d time.Duration) *Job {
+	if err := checkDuration(ErrInvalidRetryDelay, d); err != nil {
+		return j.fail(err)
+	}
+	j.RetryDelay = d
+	return j
+}
+
+// SetRepeat sets how many times the job runs again after its first run: 0 for never, n for
+// n times, RepeatForever for ever.
+func (j *Job) SetRepeat(n int) *Job {
+	if err := checkRepeat(n); err != nil {
+		return j.fail(err)
+	}
+	j.Repeat = n
+	return j
+}
+
+// SetRepeatDelay sets the wait between repeats; it must not be negative.
+func (j *Job) SetRepeatDelay(d time.Duration) *Job {
+	if err := checkDuration(ErrInvalidRepeatDelay, d); err != nil {
+		return j.fail(err)
+	}
+	j.RepeatDelay = d
+	return j
+}
+
+// SetDateEnable sets the earliest time the job may run; the zero time is invalid.
+func (j *Job) SetDateEnable(t time.Time) *Job {
+	if t.IsZero() {
+		return j.fail(ErrInvalidDateEnable)
+	}
+	j.DateEnable = toMillis(t)
+	return j
+}
+
+// DataAs decodes the job's payload into v, which must be a non-nil pointer. It follows the
+// rethinkdb-go encoding rules (the `rethinkdb` struct tag, else `json`).
+func (j *Job) DataAs(v any) error {
+	tree, err := encoding.Encode(j.Data)
+	if err != nil {
+		return fmt.Errorf("job %s: encode data: %w", j.ID, err)
+	}
+	// Encode turns times and byte slices into ReQL pseudo-types, which Decode does not
+	// turn back (the driver does that on reading): without this, every time.Time in the
+	// payload would decode as the zero time.
+	if tree, err = nativePseudoTypes(tree); err != nil {
+		return fmt.Errorf("job %s: encode data: %w", j.ID, err)
+	}
+	if err := encoding.Decode(v, tree); err != nil {
+		return fmt.Errorf("job %s: decode data into %T: %w", j.ID, v, err)
+	}
+	return nil
+}
+
+// nativePseudoTypes replaces, in place, the TIME and BINARY pseudo-type objects of an
+// encoded tree by the time.Time and []byte values the driver gives for them on reading.
+func nativePseudoTypes(v any) (any, error) {
+	switch v := v.(type) {
+	case []any:
+		for i, e := range v {
+			var err error
+			if v[i], err = nativePseudoTypes(e); err != nil {
+				return nil, err
+			}
+		}
+	case map[string]any:
+		for k, e := range v {
+			var err error
+			if v[k], err = nativePseudoTypes(e); err != nil {
+				return nil, err
+			}
+		}
+		switch v["$reql_type$"] {
+		case "TIME":
+			epoch, ok1 := v["epoch_time"].(float64)
+			zone, ok2 := v["timezone"].(string)
+			if !ok1 || !ok2 {
+				return nil, fmt.Errorf("bad TIME pseudo-type %v", v)
+			}
+			// As the driver reads times: to the millisecond, in the stored offset.
+			t := time.UnixMilli(int64(math.Round(epoch * 1000)))
+			if off, err := time.Parse("-07:00", zone); err == nil {
+				_, secs := off.Zone()
+				t = t.In(time.FixedZone(zone, secs))
+			}
+			return t, nil
+		case "BINARY":
+			data, _ := v["data"].(string)
+			b, err := base64.StdEncoding.DecodeString(data)
+			if err != nil {
+				return nil, fmt.Errorf("bad BINARY pseudo-type: %w", err)
+			}
+			return b, nil
+		}
+	}
+	return v, nil
+}
+
+// The same pattern the Node.js library checks ids with, so both accept the same ids.
+var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-5][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$`)
+
+// ValidID reports whether id is a job id: a version 1 to 5 UUID in its 36-character form.
+func ValidID(id string) bool { return uuidPattern.MatchString(id) }
+
+// Validate reports whether j can be written to a queue: no setter error, and every field
+// in range. Each error wraps ErrInvalid.
+func (j *Job) Validate() error {
+	if j == nil {
+		return fmt.Errorf("%w: nil job", ErrInvalid)
+	}
+	errs := []error{j.err}
+	if !ValidID(j.ID) {
+		errs = append(errs, fmt.Errorf("%w (got %q)", ErrInvalidID, j.ID))
+	}
+	if !j.Priority.Valid() {
+		errs = append(errs, fmt.Errorf("%w (got %d)", ErrInvalidPriority, int(j.Priority)))
+	}
+	errs = append(errs,
+		checkDuration(ErrInvalidTimeout, j.Timeout),
+		checkDuration(ErrInvalidRetryDelay, j.RetryDelay),
+		checkDuration(ErrInvalidRepeatDelay, j.RepeatDelay),
+		checkCount(ErrInvalidRetryMax, j.RetryMax),
+		checkRepeat(j.Repeat),
+		checkField(j.RetryCount >= 0, "retryCount must not be negative (got %d)", j.RetryCount),
+		checkField(j.ProcessCount >= 0, "processCount must not be negative (got %d)", j.ProcessCount),
+		checkField(j.Progress >= 0 && j.Progress <= 100 && !math.IsNaN(j.Progress), "progress must be within 0..100 (got %v)", j.Progress),
+		checkField(j.Status.Valid(), "status %q is not a job status", j.Status),
+		checkField(!j.DateCreated.IsZero(), "dateCreated must be set%s", ""),
+	)
+	if j.DateEnable.IsZero() {
+		errs = append(errs, ErrInvalidDateEnable)
+	}
+	for k := range j.Fields {
+		errs = append(errs, checkField(!reservedField(k), "%q is a job field: set it through the Job struct, not Fields", k))
+	}
+	return errors.Join(errs...)
+}
+
+func checkField(ok bool, format string, arg any) error {
+	if ok {
+		return nil
+	}
+	return fmt.Errorf("%w: "+format, ErrInvalidField, arg)
+}

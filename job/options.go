@@ -1,0 +1,94 @@
+package job
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// RepeatForever as Options.Repeat (or SetRepeat) repeats a job until it is cancelled or
+// removed. It is stored as `true`, as the Node.js library stores it.
+const RepeatForever = -1
+
+// Options are the settings a new job starts with. The zero value is not useful: start from
+// DefaultOptions. Durations are stored in whole milliseconds (anything finer is dropped).
+type Options struct {
+	// Name identifies related jobs (not necessarily uniquely) and is indexed for
+	// FindJobByName. Empty means "the job's id".
+	Name string
+	// Priority orders waiting jobs; Normal by default.
+	Priority Priority
+	// Timeout is how long one run of the job may take before it is failed.
+	Timeout time.Duration
+	// RetryDelay is multiplied by the retry count to delay each retry.
+	RetryDelay time.Duration
+	// RepeatDelay is the wait between the repeats of a repeating job.
+	RepeatDelay time.Duration
+	// RetryMax is how many times a failed job is retried; 0 disables retries.
+	RetryMax int
+	// Repeat is how many times the job runs again after its first run: 0 for never, n for n
+	// more runs, RepeatForever for ever.
+	Repeat int
+	// DateEnable is the earliest time the job may run; the zero time means "when it is
+	// created".
+	DateEnable time.Time
+}
+
+// The original library's defaults.
+const (
+	DefaultTimeout     = 5 * time.Minute
+	DefaultRetryMax    = 3
+	DefaultRetryDelay  = 10 * time.Minute
+	DefaultRepeatDelay = 5 * time.Minute
+)
+
+// DefaultOptions returns the original library's job defaults: priority Normal, timeout
+// 5 minutes, 3 retries 10 minutes apart (times the retry count), no repeat, repeat delay
+// 5 minutes, enabled at creation.
+func DefaultOptions() Options {
+	return Options{
+		Priority:    Normal,
+		Timeout:     DefaultTimeout,
+		RetryMax:    DefaultRetryMax,
+		RetryDelay:  DefaultRetryDelay,
+		RepeatDelay: DefaultRepeatDelay,
+	}
+}
+
+// Validate reports every invalid option, each error wrapping ErrInvalid and the option's
+// own ErrInvalidX. The zero DateEnable and the empty Name are valid (they mean "now" and
+// "the id").
+func (o Options) Validate() error {
+	var errs []error
+	if !o.Priority.Valid() {
+		errs = append(errs, fmt.Errorf("%w (got %d)", ErrInvalidPriority, int(o.Priority)))
+	}
+	errs = append(errs,
+		checkDuration(ErrInvalidTimeout, o.Timeout),
+		checkDuration(ErrInvalidRetryDelay, o.RetryDelay),
+		checkDuration(ErrInvalidRepeatDelay, o.RepeatDelay),
+		checkCount(ErrInvalidRetryMax, o.RetryMax),
+		checkRepeat(o.Repeat))
+	return errors.Join(errs...)
+}
+
+func checkDuration(sentinel error, d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("%w (got %v)", sentinel, d)
+	}
+	return nil
+}
+
+func checkCount(sentinel error, n int) error {
+	if n < 0 {
+		return fmt.Errorf("%w (got %d)", sentinel, n)
+	}
+	return nil
+}
+
+func checkRepeat(n int) error {
+	if n < RepeatForever {
+		return fmt.Errorf("%w (got %d)", ErrInvalidRepeat, n)
+	}
+	return nil
+}

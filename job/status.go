@@ -1,0 +1,46 @@
+package job
+
+// Status is a job's place in its life cycle, stored in the document's "status" field.
+type Status string
+
+// The job statuses of the original library.
+const (
+	// Created is a job that exists only in memory: it has not been added to a queue.
+	Created Status = "created"
+	// Waiting is a job in the queue, ready once its DateEnable has passed.
+	Waiting Status = "waiting"
+	// Active is a job that a worker has claimed and is processing.
+	Active Status = "active"
+	// Completed is a job whose handler succeeded.
+	Completed Status = "completed"
+	// Cancelled is a job that was cancelled by CancelJob or by its handler.
+	Cancelled Status = "cancelled"
+	// Failed is a job whose last run failed and that will be retried.
+	Failed Status = "failed"
+	// Terminated is a job that failed and has no retries left.
+	Terminated Status = "terminated"
+)
+
+// Valid reports whether s is one of the seven statuses.
+func (s Status) Valid() bool {
+	switch s {
+	case Created, Waiting, Active, Completed, Cancelled, Failed, Terminated:
+		return true
+	}
+	return false
+}
+
+// Finished reports whether s is an end state: completed, cancelled or terminated.
+func (s Status) Finished() bool {
+	return s == Completed || s == Cancelled || s == Terminated
+}
+
+// LogType is the severity of a log entry.
+type LogType string
+
+// The log entry types of the original library.
+const (
+	Information LogType = "information"
+	Warning     LogType = "warning"
+	Error       LogType = "error"
+)
