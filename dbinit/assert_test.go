@@ -1,0 +1,96 @@
+package dbinit_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testserver"
+)
+
+func TestMain(m *testing.M) { testserver.Main(m) }
+
+func TestAssertCreatesEverythingOnce(t *testing.T) {
+	db := testserver.DB(t)
+	session := testserver.Session(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	target := dbinit.Target{Session: session, DB: db, Table: "jobs", RunOpts: r.RunOpts{ReadMode: "majority"}}
+
+	// Several at once, as queues started together do, then once more on what exists.
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() { errs[i] = dbinit.Assert(ctx, target) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	require.NoError(t, dbinit.Assert(ctx, target))
+
+	assert.Equal(t, 1, countOf(t, session, r.DBList(), db))
+	assert.Equal(t, 1, countOf(t, session, r.DB(db).TableList(), "jobs"))
+	var indexes []string
+	cur, err := r.DB(db).Table("jobs").IndexList().Run(session)
+	require.NoError(t, err)
+	require.NoError(t, cur.All(&indexes))
+	assert.ElementsMatch(t, dbinit.Indexes, indexes)
+}
+
+// The indexes must sort and select jobs exactly as the Node.js library's do.
+func TestIndexesSelectTheRightJobs(t *testing.T) {
+	db := testserver.DB(t)
+	session := testserver.Session(t)
+	ctx := context.Background()
+	require.NoError(t, dbinit.Assert(ctx, dbinit.Target{Session: session, DB: db, Table: "jobs"}))
+	table := r.DB(db).Table("jobs")
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	docs := []map[string]any{
+		{"id": "w-low", "name": "a", "status": "waiting", "priority": 50, "dateEnable": t0, "dateCreated": t0},
+		{"id": "w-high", "name": "a", "status": "waiting", "priority": 20, "dateEnable": t0.Add(time.Hour), "dateCreated": t0},
+		{"id": "f-high-early", "name": "b", "status": "failed", "priority": 20, "dateEnable": t0, "dateCreated": t0},
+		{"id": "active", "status": "active", "priority": 10, "dateEnable": t0, "dateCreated": t0},
+		{"id": "done", "status": "completed", "priority": 10, "dateEnable": t0, "dateCreated": t0, "dateFinished": t0},
+		{"id": "cancelled", "status": "cancelled", "priority": 10, "dateEnable": t0, "dateCreated": t0, "dateFinished": t0.Add(time.Minute)},
+		{"id": "terminated", "status": "terminated", "priority": 10, "dateEnable": t0, "dateCreated": t0, "dateFinished": t0.Add(time.Hour)},
+	}
+	_, err := table.Insert(docs).RunWrite(session)
+	require.NoError(t, err)
+
+	assert.Equal(t, []string{"f-high-early", "w-high", "w-low"},
+		ids(t, session, table.OrderBy(r.OrderByOpts{Index: dbinit.IndexInactivePriorityDateCreated})),
+		"waiting and failed jobs by [priority, dateEnable, dateCreated]")
+	assert.Equal(t, []string{"active"},
+		ids(t, session, table.OrderBy(r.OrderByOpts{Index: dbinit.IndexActiveDateEnable})))
+	assert.Equal(t, []string{"done", "cancelled", "terminated"},
+		ids(t, session, table.OrderBy(r.OrderByOpts{Index: dbinit.IndexFinishedDateFinished})))
+	assert.ElementsMatch(t, []string{"w-low", "w-high"},
+		ids(t, session, table.GetAllByIndex(dbinit.IndexName, "a")))
+	assert.ElementsMatch(t, []string{"done"},
+		ids(t, session, table.GetAllByIndex(dbinit.IndexStatus, "completed")))
+}
+
+func ids(t *testing.T, s *r.Session, term r.Term) []string {
+	t.Helper()
+	var out []string
+	cur, err := term.Field("id").Run(s)
+	require.NoError(t, err)
+	require.NoError(t, cur.All(&out))
+	return out
+}
+
+func countOf(t *testing.T, s *r.Session, list r.Term, name string) int {
+	t.Helper()
+	var n int
+	cur, err := list.Filter(func(v r.Term) r.Term { return v.Eq(name) }).Count().Run(s)
+	require.NoError(t, err)
+	require.NoError(t, cur.One(&n))
+	return n
+}
