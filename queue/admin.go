@@ -1,0 +1,155 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// DefaultCancelReason is the log message of a cancel given no reason.
+const DefaultCancelReason = "Job cancelled"
+
+// CancelJob cancels the jobs with the given ids: status cancelled, dateFinished now, and a
+// log entry whose message is reason (DefaultCancelReason when empty). When the queue
+// removes finished jobs immediately, they are then removed. Every id must be in the queue:
+// when one is not, nothing changes and the error wraps job.ErrNotFound. It returns the
+// cancelled ids.
+func (q *Queue) CancelJob(ctx context.Context, reason string, ids ...string) ([]string, error) {
+	ids, err := parseIDs(ids)
+	if err != nil {
+		return nil, err
+	}
+	if reason == "" {
+		reason = DefaultCancelReason
+	}
+	end, err := q.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	err = q.updateAll(ctx, "cancel", ids, func(row r.Term) any {
+		entry, trunc := q.rowLog(row, now, reason, job.Cancelled)
+		return map[string]any{
+			"status":       string(job.Cancelled),
+			"dateFinished": now,
+			"log":          q.appendLog(row.Field("log"), entry, trunc),
+			"queueId":      q.id,
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		q.emit(Event{Type: EventCancelled, JobID: id})
+	}
+	if q.cfg.removeImmediately() {
+		if err := q.delete(ctx, ids); err != nil {
+			return ids, err
+		}
+	}
+	return ids, nil
+}
+
+// ReanimateJob puts the jobs with the given ids back in the queue, whatever their status:
+// status waiting, retryCount and progress 0, dateEnable as given (now when zero), and the
+// log entry "Job has been reanimated". Every id must be in the queue: when one is not,
+// nothing changes and the error wraps job.ErrNotFound. It returns the reanimated ids.
+func (q *Queue) ReanimateJob(ctx context.Context, dateEnable time.Time, ids ...string) ([]string, error) {
+	ids, err := parseIDs(ids)
+	if err != nil {
+		return nil, err
+	}
+	end, err := q.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	if dateEnable.IsZero() {
+		dateEnable = now
+	}
+	dateEnable = dateEnable.UTC().Truncate(time.Millisecond)
+	err = q.updateAll(ctx, "reanimate", ids, func(row r.Term) any {
+		entry, trunc := q.rowLog(row, now, job.MessageReanimated, job.Waiting)
+		return map[string]any{
+			"status":     string(job.Waiting),
+			"dateEnable": dateEnable,
+			"retryCount": 0,
+			"progress":   0,
+			"log":        q.appendLog(row.Field("log"), entry.Merge(map[string]any{"retryCount": 0}), trunc),
+			"queueId":    q.id,
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		q.emit(Event{Type: EventReanimated, JobID: id})
+	}
+	return ids, nil
+}
+
+// RemoveJob deletes the jobs with the given ids from the queue. Every id must be in the
+// queue: when one is not, nothing is deleted and the error wraps job.ErrNotFound. It
+// returns the removed ids.
+func (q *Queue) RemoveJob(ctx context.Context, ids ...string) ([]string, error) {
+	ids, err := parseIDs(ids)
+	if err != nil {
+		return nil, err
+	}
+	end, err := q.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	if err := q.delete(ctx, ids); err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// delete removes jobs known to be valid ids and raises their removed events.
+func (q *Queue) delete(ctx context.Context, ids []string) error {
+	res, err := q.write(ctx, q.whenAllExist(ids, func(jobs r.Term) r.Term { return jobs.Delete() }))
+	if err != nil {
+		return fmt.Errorf("queue %s: remove jobs: %w", q.cfg.name, err)
+	}
+	if len(res.Missing) > 0 {
+		return missingError(res.Missing)
+	}
+	for _, id := range ids {
+		q.emit(Event{Type: EventRemoved, JobID: id})
+	}
+	return nil
+}
+
+// updateAll applies update to every job of ids in one query, or to none when one is
+// missing.
+func (q *Queue) updateAll(ctx context.Context, what string, ids []string, update func(row r.Term) any) error {
+	res, err := q.write(ctx, q.whenAllExist(ids, func(jobs r.Term) r.Term { return jobs.Update(update) }))
+	if err != nil {
+		return fmt.Errorf("queue %s: %s jobs: %w", q.cfg.name, what, err)
+	}
+	if len(res.Missing) > 0 {
+		return missingError(res.Missing)
+	}
+	return nil
+}
+
+// rowLog builds a log entry inside a query, stamped with the row's own counters, and the
+// truncation entry that goes with it.
+func (q *Queue) rowLog(row r.Term, date time.Time, message string, status job.Status) (entry, trunc r.Term) {
+	counters := map[string]any{"retryCount": row.Field("retryCount"), "processCount": row.Field("processCount")}
+	stamp := func(e job.LogEntry) r.Term {
+		e.Date = date
+		return r.Expr(e.Document()).Merge(counters)
+	}
+	var none job.Job
+	return stamp(job.NewLog(&none, q.id, nil, message, job.Information, status)),
+		stamp(job.TruncatedLog(&none, q.id, q.cfg.limitJobLogs, status))
+}

@@ -1,0 +1,63 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// GetJob returns the jobs with the given ids, in the order given (repeats dropped). When
+// some ids are not in the queue it returns the jobs it found and an error wrapping
+// job.ErrNotFound that names the missing ids.
+func (q *Queue) GetJob(ctx context.Context, ids ...string) ([]*job.Job, error) {
+	ids, err := parseIDs(ids)
+	if err != nil {
+		return nil, err
+	}
+	end, err := q.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	jobs, err := q.readJobs(ctx, q.table().GetAll(anys(ids)...))
+	if err != nil {
+		return nil, fmt.Errorf("queue %s: get jobs: %w", q.cfg.name, err)
+	}
+	byID := make(map[string]*job.Job, len(jobs))
+	for _, j := range jobs {
+		byID[j.ID] = j
+	}
+	ordered := make([]*job.Job, 0, len(ids))
+	var missing []string
+	for _, id := range ids {
+		if j, ok := byID[id]; ok {
+			ordered = append(ordered, j)
+		} else {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		return ordered, fmt.Errorf("%w: %v", job.ErrNotFound, missing)
+	}
+	return ordered, nil
+}
+
+// readJobs runs a query that returns job documents and reads them as jobs.
+func (q *Queue) readJobs(ctx context.Context, term r.Term) ([]*job.Job, error) {
+	var docs []map[string]any
+	if err := q.readAll(ctx, term, &docs); err != nil {
+		return nil, err
+	}
+	jobs := make([]*job.Job, len(docs))
+	for i, doc := range docs {
+		j, err := job.FromDocument(q.store(), doc)
+		if err != nil {
+			return nil, err
+		}
+		jobs[i] = j
+	}
+	return jobs, nil
+}

@@ -1,0 +1,124 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// jobStore saves jobs for their own methods (Update, AddLog, UpdateProgress); it is how
+// package job reaches the queue without importing it.
+type jobStore struct{ q *Queue }
+
+func (q *Queue) store() jobStore { return jobStore{q} }
+
+// QueueID implements job.Store.
+func (s jobStore) QueueID() string { return s.q.id }
+
+// UpdateJob implements job.Store. One replace writes the job and appends e with the
+// replaced values as its data, so the old values and the new ones cannot interleave with
+// another writer's.
+func (s jobStore) UpdateJob(ctx context.Context, j *job.Job, e job.LogEntry) error {
+	q := s.q
+	end, err := q.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer end()
+	j.QueueID = q.id
+	doc := j.Document()
+	trunc := job.TruncatedLog(j, q.id, q.cfg.limitJobLogs, j.Status)
+	term := q.table().Get(j.ID).Replace(func(old r.Term) any {
+		entry := r.Expr(e.Document()).Merge(map[string]any{"data": old.Without("log")})
+		return r.Branch(old.Eq(nil), nil,
+			r.Expr(doc).Merge(map[string]any{"log": q.appendLog(r.Expr(doc["log"]), entry, trunc.Document())}))
+	}, r.ReplaceOpts{ReturnChanges: true})
+	res, err := q.write(ctx, term)
+	if err != nil {
+		return fmt.Errorf("queue %s: update job %s: %w", q.cfg.name, j.ID, err)
+	}
+	if err := q.refresh(j, res); err != nil {
+		return err
+	}
+	q.emit(Event{Type: EventUpdated, JobID: j.ID})
+	return nil
+}
+
+// AddLog implements job.Store.
+func (s jobStore) AddLog(ctx context.Context, j *job.Job, e job.LogEntry) error {
+	q := s.q
+	end, err := q.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer end()
+	trunc := job.TruncatedLog(j, q.id, q.cfg.limitJobLogs, e.Status)
+	res, err := q.write(ctx, q.table().Get(j.ID).Update(func(row r.Term) any {
+		return map[string]any{"log": q.appendLog(row.Field("log"), e.Document(), trunc.Document()), "queueId": q.id}
+	}))
+	if err != nil {
+		return fmt.Errorf("queue %s: add log to job %s: %w", q.cfg.name, j.ID, err)
+	}
+	if res.Skipped > 0 {
+		return fmt.Errorf("%w: %s", job.ErrNotFound, j.ID)
+	}
+	j.QueueID = q.id
+	j.Log = job.AppendLog(j.Log, e, q.cfg.limitJobLogs, trunc)
+	q.emit(Event{Type: EventLog, JobID: j.ID})
+	return nil
+}
+
+// UpdateProgress implements job.Store. The job must be active in the database too: a job
+// cancelled or failed elsewhere is left alone.
+func (s jobStore) UpdateProgress(ctx context.Context, j *job.Job, percent float64) error {
+	q := s.q
+	end, err := q.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer end()
+	e := job.NewLog(j, q.id, nil, job.MessageProgress, job.Information, job.Active)
+	trunc := job.TruncatedLog(j, q.id, q.cfg.limitJobLogs, job.Active)
+	term := q.table().Get(j.ID).Update(func(row r.Term) any {
+		entry := r.Expr(e.Document()).Merge(map[string]any{"data": row.Field("progress")})
+		return r.Branch(row.Field("status").Eq(string(job.Active)), map[string]any{
+			"queueId":    q.id,
+			"progress":   percent,
+			"dateEnable": r.Now().Add(row.Field("timeout").Div(1000)).Add(row.Field("retryDelay").Div(1000).Mul(row.Field("retryCount"))),
+			"log":        q.appendLog(row.Field("log"), entry, trunc.Document()),
+		}, map[string]any{})
+	}, r.UpdateOpts{ReturnChanges: true})
+	res, err := q.write(ctx, term)
+	if err != nil {
+		return fmt.Errorf("queue %s: update progress of job %s: %w", q.cfg.name, j.ID, err)
+	}
+	if res.Unchanged > 0 {
+		return fmt.Errorf("%w: job %s in the database", job.ErrNotActive, j.ID)
+	}
+	if err := q.refresh(j, res); err != nil {
+		return err
+	}
+	q.emit(Event{Type: EventProgress, JobID: j.ID, Progress: percent})
+	return nil
+}
+
+// refresh replaces j's fields with the stored document a write returned, so that the
+// caller's job is what is in the database.
+func (q *Queue) refresh(j *job.Job, res writeResult) error {
+	if res.Skipped > 0 || len(res.Changes) == 0 {
+		return fmt.Errorf("%w: %s", job.ErrNotFound, j.ID)
+	}
+	doc, ok := res.Changes[0].NewValue.(map[string]any)
+	if !ok {
+		return fmt.Errorf("%w: %s", job.ErrNotFound, j.ID)
+	}
+	stored, err := job.FromDocument(q.store(), doc)
+	if err != nil {
+		return fmt.Errorf("queue %s: read back job %s: %w", q.cfg.name, j.ID, err)
+	}
+	*j = *stored
+	return nil
+}

@@ -1,0 +1,95 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// Reset deletes every job of the queue and keeps the table, its indexes and the State
+// Document. It returns how many jobs it deleted.
+func (q *Queue) Reset(ctx context.Context) (int, error) {
+	end, err := q.begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer end()
+	res, err := q.write(ctx, q.table().Filter(func(doc r.Term) r.Term {
+		return doc.Field("id").Ne(job.StateDocumentID)
+	}).Delete())
+	if err != nil {
+		return 0, fmt.Errorf("queue %s: reset: %w", q.cfg.name, err)
+	}
+	q.emit(Event{Type: EventReset, Count: res.Deleted})
+	return res.Deleted, nil
+}
+
+// Stop shuts the queue down: it takes no new calls, waits for the calls in progress (or
+// for ctx to end), ends its background work and releases its connection (unless the
+// session was given in ConnectOptions). Its event channels are then closed. Afterwards
+// every method returns ErrStopped. It returns ctx's error when ctx ended first; the queue is
+// stopped all the same.
+func (q *Queue) Stop(ctx context.Context) error {
+	return q.shutdown(ctx, nil)
+}
+
+// Drop stops the queue like Stop and then deletes its table with every job in it.
+func (q *Queue) Drop(ctx context.Context) error {
+	return q.shutdown(ctx, func() error {
+		if _, err := q.write(ctx, r.DB(q.cfg.db).TableDrop(q.cfg.name)); err != nil {
+			return fmt.Errorf("queue %s: drop table: %w", q.cfg.name, err)
+		}
+		q.emit(Event{Type: EventDropped})
+		return nil
+	})
+}
+
+// shutdown stops the queue, running last (if any) while the connection is still open.
+func (q *Queue) shutdown(ctx context.Context, last func() error) error {
+	q.mu.Lock()
+	if q.stopped {
+		q.mu.Unlock()
+		return ErrStopped
+	}
+	q.stopped = true
+	q.mu.Unlock()
+	q.emit(Event{Type: EventStopping})
+	q.endLife()
+	waitErr := wait(ctx, q.ops.Wait, q.background.Wait)
+	var lastErr error
+	if last != nil {
+		lastErr = last()
+	}
+	if q.cfg.session == nil {
+		if err := q.session.Close(); err != nil {
+			q.log.Warn("closing the connection failed", "err", err)
+		}
+	}
+	q.emit(Event{Type: EventStopped})
+	q.emit(Event{Type: EventDetached})
+	q.events.close()
+	if waitErr != nil {
+		return waitErr
+	}
+	return lastErr
+}
+
+// wait runs each wait function in turn and returns early with ctx's error if ctx ends first.
+func wait(ctx context.Context, waits ...func()) error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, w := range waits {
+			w()
+		}
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

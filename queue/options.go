@@ -1,0 +1,177 @@
+package queue
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"regexp"
+	"strconv"
+	"time"
+
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// ConnectOptions say which RethinkDB server and database a queue uses. The zero value
+// means localhost:28015, database rjqJobQueue, user admin with no password.
+type ConnectOptions struct {
+	Host string
+	Port int
+	DB   string
+	// Username and Password are the RethinkDB account (default admin, no password).
+	Username string
+	Password string
+	// Session is an existing driver session to use instead of dialling (the original's
+	// "Connection Driver"). The queue does not close it. Host and Port are then only
+	// reported by Queue.Host and Queue.Port.
+	Session *r.Session
+}
+
+// Options configure a queue. The zero value of every field means its documented default;
+// where a negative value means "off", it says so.
+type Options struct {
+	// Name is the queue's name and its table's name (default "rjqJobList"). Letters, digits,
+	// '_' and '-' only.
+	Name string
+	// DatabaseInitDelay is the fixed part of the wait before the queue asserts its database,
+	// table and indexes (default 1s; negative: none). A random 0–1s is always added, so that
+	// queues started together do not create the same table twice; a Queue Master skips the
+	// fixed part.
+	DatabaseInitDelay time.Duration
+	// QueryRunOptions are the run options of every query (default ReadMode "majority").
+	// Its Context field is ignored: each call's context is used.
+	QueryRunOptions *r.RunOpts
+	// NoChangeFeed turns off the table changefeed that raises other queues' events here.
+	NoChangeFeed bool
+	// Concurrency is how many jobs the queue runs at once (default 1).
+	Concurrency int
+	// MasterInterval is how often this queue reviews the table as a Queue Master (default
+	// 310s; negative: this queue is not a Queue Master).
+	MasterInterval time.Duration
+	// LimitJobLogs is how many log entries a job keeps (default 1000; negative: no limit).
+	LimitJobLogs int
+	// RemoveFinishedJobs is how long completed, cancelled and terminated jobs are kept
+	// (default 180 days). KeepFinishedJobs (any negative value) keeps them for ever;
+	// RemoveFinishedJobsImmediately removes them as soon as they finish.
+	RemoveFinishedJobs time.Duration
+	// JobOptions are the options CreateJob gives new jobs; nil means job.DefaultOptions().
+	// Every field is used as given, so RetryMax 0 means no retries.
+	JobOptions *job.Options
+	// Logger receives the queue's diagnostics (default: discarded).
+	Logger *slog.Logger
+}
+
+// Defaults of the connection and of Options, the original library's.
+const (
+	DefaultHost               = "localhost"
+	DefaultPort               = 28015
+	DefaultDB                 = "rjqJobQueue"
+	DefaultName               = "rjqJobList"
+	DefaultDatabaseInitDelay  = time.Second
+	DefaultConcurrency        = 1
+	DefaultMasterInterval     = 310 * time.Second
+	DefaultLimitJobLogs       = 1000
+	DefaultRemoveFinishedJobs = 180 * 24 * time.Hour
+)
+
+// Values of Options.RemoveFinishedJobs with a special meaning.
+const (
+	// KeepFinishedJobs never removes finished jobs; any negative value means the same.
+	KeepFinishedJobs time.Duration = -1
+	// RemoveFinishedJobsImmediately removes each job as soon as it finishes.
+	RemoveFinishedJobsImmediately time.Duration = 1
+)
+
+// DefaultQueryRunOptions are the run options used when Options.QueryRunOptions is nil.
+func DefaultQueryRunOptions() r.RunOpts { return r.RunOpts{ReadMode: "majority"} }
+
+// config is Options and ConnectOptions with every default applied and checked.
+type config struct {
+	host           string
+	port           int
+	db             string
+	username       string
+	password       string
+	session        *r.Session
+	name           string
+	initDelay      time.Duration
+	runOpts        r.RunOpts
+	changeFeed     bool
+	concurrency    int
+	masterInterval time.Duration
+	limitJobLogs   int
+	removeFinished time.Duration
+	jobOptions     job.Options
+	logger         *slog.Logger
+}
+
+// RethinkDB accepts these characters in database and table names.
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+func resolve(cxn *ConnectOptions, opts *Options) (config, error) {
+	if cxn == nil {
+		cxn = &ConnectOptions{}
+	}
+	if opts == nil {
+		opts = &Options{}
+	}
+	c := config{
+		host:           or(cxn.Host, DefaultHost),
+		port:           or(cxn.Port, DefaultPort),
+		db:             or(cxn.DB, DefaultDB),
+		username:       cxn.Username,
+		password:       cxn.Password,
+		session:        cxn.Session,
+		name:           or(opts.Name, DefaultName),
+		initDelay:      or(opts.DatabaseInitDelay, DefaultDatabaseInitDelay),
+		runOpts:        DefaultQueryRunOptions(),
+		changeFeed:     !opts.NoChangeFeed,
+		concurrency:    or(opts.Concurrency, DefaultConcurrency),
+		masterInterval: or(opts.MasterInterval, DefaultMasterInterval),
+		limitJobLogs:   or(opts.LimitJobLogs, DefaultLimitJobLogs),
+		removeFinished: or(opts.RemoveFinishedJobs, DefaultRemoveFinishedJobs),
+		jobOptions:     job.DefaultOptions(),
+		logger:         opts.Logger,
+	}
+	if opts.QueryRunOptions != nil {
+		c.runOpts = *opts.QueryRunOptions
+		c.runOpts.Context = nil
+	}
+	if opts.JobOptions != nil {
+		c.jobOptions = *opts.JobOptions
+	}
+	if c.logger == nil {
+		c.logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case !namePattern.MatchString(c.db):
+		return c, fmt.Errorf("%w: database name %q: use letters, digits, '_' and '-' only", ErrInvalidOption, c.db)
+	case !namePattern.MatchString(c.name):
+		return c, fmt.Errorf("%w: queue name %q: use letters, digits, '_' and '-' only", ErrInvalidOption, c.name)
+	case c.port < 1 || c.port > 65535:
+		return c, fmt.Errorf("%w: port %d", ErrInvalidOption, c.port)
+	case c.concurrency < 1:
+		return c, fmt.Errorf("%w: concurrency %d: must be at least 1", ErrInvalidOption, c.concurrency)
+	}
+	if err := c.jobOptions.Validate(); err != nil {
+		return c, fmt.Errorf("%w: job options: %w", ErrInvalidOption, err)
+	}
+	return c, nil
+}
+
+func or[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+func (c config) addr() string { return net.JoinHostPort(c.host, strconv.Itoa(c.port)) }
+
+func (c config) master() bool { return c.masterInterval > 0 }
+
+func (c config) removeImmediately() bool {
+	return c.removeFinished == RemoveFinishedJobsImmediately
+}

@@ -1,0 +1,220 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// Queue is a job queue backed by one RethinkDB table. It is safe for concurrent use.
+type Queue struct {
+	cfg     config
+	id      string
+	session *r.Session
+	log     *slog.Logger
+	events  *broker
+
+	// ready is closed when the database assertion has finished; readyErr is its outcome.
+	ready    chan struct{}
+	readyErr error
+
+	// life is cancelled by Stop; background goroutines end with it.
+	life       context.Context
+	endLife    context.CancelFunc
+	background sync.WaitGroup
+
+	mu          sync.Mutex
+	stopped     bool
+	ops         sync.WaitGroup // calls in progress, waited for by Stop
+	concurrency int
+	jobOptions  job.Options
+}
+
+// dialTimeout bounds New's dial when its context has no deadline.
+const dialTimeout = 10 * time.Second
+
+// New connects to RethinkDB and returns a queue. nil options mean the defaults. It dials
+// now and fails at once, with an error wrapping ErrConnect that names the address, when no
+// server answers; the database, table and indexes are then asserted in the background,
+// after the init delay (see Options.DatabaseInitDelay). Every method waits for that; Ready
+// waits for it alone.
+func New(ctx context.Context, cxn *ConnectOptions, opts *Options) (*Queue, error) {
+	cfg, err := resolve(cxn, opts)
+	if err != nil {
+		return nil, err
+	}
+	session := cfg.session
+	if session == nil {
+		if session, err = dial(ctx, cfg); err != nil {
+			return nil, err
+		}
+	}
+	host, _ := os.Hostname()
+	q := &Queue{
+		cfg:         cfg,
+		id:          strings.Join([]string{host, cfg.db, cfg.name, strconv.Itoa(os.Getpid()), uuid.NewString()}, ":"),
+		session:     session,
+		events:      newBroker(),
+		ready:       make(chan struct{}),
+		concurrency: cfg.concurrency,
+		jobOptions:  cfg.jobOptions,
+	}
+	q.log = cfg.logger.With("queue", q.id)
+	q.life, q.endLife = context.WithCancel(context.Background())
+	q.background.Add(1)
+	go q.initialize()
+	return q, nil
+}
+
+func dial(ctx context.Context, cfg config) (*r.Session, error) {
+	timeout := dialTimeout
+	if deadline, ok := ctx.Deadline(); ok {
+		timeout = time.Until(deadline)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w at %s: %w", ErrConnect, cfg.addr(), err)
+	}
+	session, err := r.Connect(r.ConnectOpts{
+		Address:  cfg.addr(),
+		Database: cfg.db,
+		Username: cfg.username,
+		Password: cfg.password,
+		Timeout:  timeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w at %s (is the server running? start one with `docker compose up -d`, or set ConnectOptions.Host and Port): %w", ErrConnect, cfg.addr(), err)
+	}
+	return session, nil
+}
+
+// initialize asserts the database after the init delay and then marks the queue ready.
+func (q *Queue) initialize() {
+	defer q.background.Done()
+	defer close(q.ready)
+	delay := dbinit.Delay(q.cfg.initDelay, q.cfg.master(), dbinit.RandomDelay())
+	select {
+	case <-time.After(delay):
+	case <-q.life.Done():
+		q.readyErr = ErrStopped
+		return
+	}
+	err := dbinit.Assert(q.life, dbinit.Target{Session: q.session, DB: q.cfg.db, Table: q.cfg.name, RunOpts: q.cfg.runOpts})
+	if err != nil {
+		q.readyErr = fmt.Errorf("queue %s: prepare database %s: %w", q.cfg.name, q.cfg.db, err)
+		q.log.Error("database assertion failed", "err", err)
+		q.emit(Event{Type: EventError, Err: q.readyErr})
+		return
+	}
+	q.log.Debug("ready")
+	q.emit(Event{Type: EventReady})
+}
+
+// Ready waits until the queue's database, table and indexes are in place, and returns the
+// error that prevented it, if any.
+func (q *Queue) Ready(ctx context.Context) error {
+	select {
+	case <-q.ready:
+		return q.readyErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// begin starts a call: it fails once the queue is stopped, waits until the queue is ready,
+// and registers the call so that Stop waits for it. The caller must call the returned
+// function when done.
+func (q *Queue) begin(ctx context.Context) (end func(), err error) {
+	q.mu.Lock()
+	if q.stopped {
+		q.mu.Unlock()
+		return nil, ErrStopped
+	}
+	q.ops.Add(1)
+	q.mu.Unlock()
+	if err := q.Ready(ctx); err != nil {
+		q.ops.Done()
+		return nil, err
+	}
+	return q.ops.Done, nil
+}
+
+// Name returns the queue's name, which is its table's name.
+func (q *Queue) Name() string { return q.cfg.name }
+
+// ID returns the queue's id, "hostname:db:name:pid:uuid", written into every job it changes.
+func (q *Queue) ID() string { return q.id }
+
+// Host returns the RethinkDB host the queue was given.
+func (q *Queue) Host() string { return q.cfg.host }
+
+// Port returns the RethinkDB port the queue was given.
+func (q *Queue) Port() int { return q.cfg.port }
+
+// DB returns the queue's database name.
+func (q *Queue) DB() string { return q.cfg.db }
+
+// ChangeFeed reports whether the queue follows the table's changefeed.
+func (q *Queue) ChangeFeed() bool { return q.cfg.changeFeed }
+
+// Master reports whether the queue is a Queue Master.
+func (q *Queue) Master() bool { return q.cfg.master() }
+
+// MasterInterval returns the review interval; negative when the queue is not a master.
+func (q *Queue) MasterInterval() time.Duration { return q.cfg.masterInterval }
+
+// LimitJobLogs returns how many log entries a job keeps; negative for no limit.
+func (q *Queue) LimitJobLogs() int { return q.cfg.limitJobLogs }
+
+// RemoveFinishedJobs returns how long finished jobs are kept: KeepFinishedJobs (negative),
+// RemoveFinishedJobsImmediately, or a retention period.
+func (q *Queue) RemoveFinishedJobs() time.Duration { return q.cfg.removeFinished }
+
+// Concurrency returns how many jobs the queue runs at once.
+func (q *Queue) Concurrency() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.concurrency
+}
+
+// SetConcurrency changes how many jobs the queue runs at once; n must be at least 1.
+func (q *Queue) SetConcurrency(n int) error {
+	if n < 1 {
+		err := fmt.Errorf("%w: concurrency %d: must be at least 1", ErrInvalidOption, n)
+		q.emit(Event{Type: EventError, Err: err})
+		return err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.concurrency = n
+	return nil
+}
+
+// JobOptions returns the options CreateJob gives new jobs.
+func (q *Queue) JobOptions() job.Options {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.jobOptions
+}
+
+// SetJobOptions replaces the options CreateJob gives new jobs; every field is used as
+// given. Invalid options are refused with an error and change nothing.
+func (q *Queue) SetJobOptions(opts job.Options) error {
+	if err := opts.Validate(); err != nil {
+		return fmt.Errorf("%w: job options: %w", ErrInvalidOption, err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.jobOptions = opts
+	return nil
+}
