@@ -1,0 +1,130 @@
+package rjq_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testserver"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+	"github.com/rjqgo/rethinkdb-job-queue/queue"
+)
+
+func TestMain(m *testing.M) { testserver.Main(m) }
+
+func connectTo(srv testserver.Server, db string) *queue.ConnectOptions {
+	return &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: db}
+}
+
+// Queues started together on a fresh server must end with one database, one table and one
+// of each index, and none of them may fail: the randomized init delay and the create steps
+// that accept "already exists" see to it.
+func TestQueuesStartedTogetherShareOneTable(t *testing.T) {
+	srv := testserver.Get(t)
+	db := testserver.DB(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	const n = 5
+	queues := make([]*queue.Queue, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			q, err := queue.New(ctx, connectTo(srv, db), &queue.Options{Name: "shared", DatabaseInitDelay: -1})
+			if err == nil {
+				err = q.Ready(ctx)
+				t.Cleanup(func() { _ = q.Stop(context.Background()) })
+			}
+			queues[i], errs[i] = q, err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "queue %d", i)
+	}
+
+	session := testserver.Session(t)
+	var dbs, tables, indexes []string
+	readAll(t, session, r.DBList().Filter(func(v r.Term) r.Term { return v.Eq(db) }), &dbs)
+	readAll(t, session, r.DB(db).TableList(), &tables)
+	readAll(t, session, r.DB(db).Table("shared").IndexList(), &indexes)
+	assert.Equal(t, []string{db}, dbs, "exactly one database")
+	assert.Equal(t, []string{"shared"}, tables, "exactly one table")
+	assert.ElementsMatch(t, dbinit.Indexes, indexes, "exactly the five indexes")
+
+	// Every queue works on the one table: a job added by one is seen by all.
+	added, err := queues[0].AddJob(ctx, queues[0].CreateJob("hello").SetName("greeting"))
+	require.NoError(t, err)
+	for i, q := range queues {
+		got, err := q.GetJob(ctx, added[0].ID)
+		require.NoError(t, err, "queue %d", i)
+		assert.Equal(t, "hello", got[0].Data)
+	}
+}
+
+// The life of a job through the administration calls, the way a user strings them
+// together, checked against what is stored.
+func TestJobAdministrationEndToEnd(t *testing.T) {
+	srv := testserver.Get(t)
+	db := testserver.DB(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	q, err := queue.New(ctx, connectTo(srv, db), &queue.Options{DatabaseInitDelay: -1})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, q.Stop(ctx)) }()
+
+	jobs := []*job.Job{
+		q.CreateJob(map[string]any{"to": "ann@example.com"}).SetName("welcome").SetPriority(job.High),
+		q.CreateJob(map[string]any{"to": "bob@example.com"}).SetName("welcome"),
+		q.CreateJob("report").SetDateEnable(time.Now().Add(time.Hour)),
+	}
+	_, err = q.AddJob(ctx, jobs...)
+	require.NoError(t, err)
+
+	s, err := q.Summary(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, queue.Summary{Waiting: 3, Total: 3}, s)
+
+	welcome, err := q.FindJobByName(ctx, "welcome")
+	require.NoError(t, err)
+	require.Len(t, welcome, 2)
+	var payload struct{ To string }
+	require.NoError(t, welcome[0].DataAs(&payload))
+	assert.Equal(t, "ann@example.com", payload.To)
+
+	_, err = q.CancelJob(ctx, "customer left", welcome[1].ID)
+	require.NoError(t, err)
+	s, err = q.Summary(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, queue.Summary{Waiting: 2, Cancelled: 1, Total: 3}, s)
+
+	_, err = q.ReanimateJob(ctx, time.Time{}, welcome[1].ID)
+	require.NoError(t, err)
+	back, err := q.GetJob(ctx, welcome[1].ID)
+	require.NoError(t, err)
+	messages := []string{}
+	for _, e := range back[0].Log {
+		messages = append(messages, e.Message)
+	}
+	assert.Equal(t, []string{job.MessageAdded, "customer left", job.MessageReanimated}, messages)
+
+	_, err = q.RemoveJob(ctx, jobs[2].ID)
+	require.NoError(t, err)
+	n, err := q.Reset(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+}
+
+func readAll(t *testing.T, s *r.Session, term r.Term, dst any) {
+	t.Helper()
+	cur, err := term.Run(s)
+	require.NoError(t, err)
+	require.NoError(t, cur.All(dst))
+}
