@@ -263,19 +263,11 @@ func (j *Job) Validate() error {
 	if j == nil {
 		return fmt.Errorf("%w: nil job", ErrInvalid)
 	}
-	errs := []error{j.err}
+	errs := []error{j.err, j.options().Validate()}
 	if !ValidID(j.ID) {
 		errs = append(errs, fmt.Errorf("%w (got %q)", ErrInvalidID, j.ID))
 	}
-	if !j.Priority.Valid() {
-		errs = append(errs, fmt.Errorf("%w (got %d)", ErrInvalidPriority, int(j.Priority)))
-	}
 	errs = append(errs,
-		checkDuration(ErrInvalidTimeout, j.Timeout),
-		checkDuration(ErrInvalidRetryDelay, j.RetryDelay),
-		checkDuration(ErrInvalidRepeatDelay, j.RepeatDelay),
-		checkCount(ErrInvalidRetryMax, j.RetryMax),
-		checkRepeat(j.Repeat),
 		checkField(j.RetryCount >= 0, "retryCount must not be negative (got %d)", j.RetryCount),
 		checkField(j.ProcessCount >= 0, "processCount must not be negative (got %d)", j.ProcessCount),
 		checkField(j.Progress >= 0 && j.Progress <= 100 && !math.IsNaN(j.Progress), "progress must be within 0..100 (got %v)", j.Progress),
@@ -289,6 +281,20 @@ func (j *Job) Validate() error {
 		errs = append(errs, checkField(!reservedField(k), "%q is a job field: set it through the Job struct, not Fields", k))
 	}
 	return errors.Join(errs...)
+}
+
+// options returns the job's settings that Options also holds, to validate them alike.
+func (j *Job) options() Options {
+	return Options{
+		Name:        j.Name,
+		Priority:    j.Priority,
+		Timeout:     j.Timeout,
+		RetryDelay:  j.RetryDelay,
+		RepeatDelay: j.RepeatDelay,
+		RetryMax:    j.RetryMax,
+		Repeat:      j.Repeat,
+		DateEnable:  j.DateEnable,
+	}
 }
 
 func checkField(ok bool, format string, arg any) error {

@@ -19,14 +19,10 @@ const DefaultCancelReason = "Job cancelled"
 // when one is not, nothing changes and the error wraps job.ErrNotFound. It returns the
 // cancelled ids.
 func (q *Queue) CancelJob(ctx context.Context, reason string, ids ...string) ([]string, error) {
-	ids, err := parseIDs(ids)
-	if err != nil {
-		return nil, err
-	}
 	if reason == "" {
 		reason = DefaultCancelReason
 	}
-	end, err := q.begin(ctx)
+	ids, end, err := q.beginWithIDs(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -60,11 +56,7 @@ func (q *Queue) CancelJob(ctx context.Context, reason string, ids ...string) ([]
 // log entry "Job has been reanimated". Every id must be in the queue: when one is not,
 // nothing changes and the error wraps job.ErrNotFound. It returns the reanimated ids.
 func (q *Queue) ReanimateJob(ctx context.Context, dateEnable time.Time, ids ...string) ([]string, error) {
-	ids, err := parseIDs(ids)
-	if err != nil {
-		return nil, err
-	}
-	end, err := q.begin(ctx)
+	ids, end, err := q.beginWithIDs(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -98,11 +90,7 @@ func (q *Queue) ReanimateJob(ctx context.Context, dateEnable time.Time, ids ...s
 // queue: when one is not, nothing is deleted and the error wraps job.ErrNotFound. It
 // returns the removed ids.
 func (q *Queue) RemoveJob(ctx context.Context, ids ...string) ([]string, error) {
-	ids, err := parseIDs(ids)
-	if err != nil {
-		return nil, err
-	}
-	end, err := q.begin(ctx)
+	ids, end, err := q.beginWithIDs(ctx, ids)
 	if err != nil {
 		return nil, err
 	}

@@ -13,11 +13,7 @@ import (
 // some ids are not in the queue it returns the jobs it found and an error wrapping
 // job.ErrNotFound that names the missing ids.
 func (q *Queue) GetJob(ctx context.Context, ids ...string) ([]*job.Job, error) {
-	ids, err := parseIDs(ids)
-	if err != nil {
-		return nil, err
-	}
-	end, err := q.begin(ctx)
+	ids, end, err := q.beginWithIDs(ctx, ids)
 	if err != nil {
 		return nil, err
 	}

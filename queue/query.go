@@ -90,6 +90,17 @@ func anys(ids []string) []any {
 	return out
 }
 
+// beginWithIDs checks ids (see parseIDs) and then begins a call (see begin).
+func (q *Queue) beginWithIDs(ctx context.Context, ids []string) (checked []string, end func(), err error) {
+	if checked, err = parseIDs(ids); err != nil {
+		return nil, nil, err
+	}
+	if end, err = q.begin(ctx); err != nil {
+		return nil, nil, err
+	}
+	return checked, end, nil
+}
+
 // parseIDs checks a list of job ids and drops repeats, keeping the first.
 func parseIDs(ids []string) ([]string, error) {
 	if len(ids) == 0 {
