@@ -42,3 +42,47 @@ var (
 	// queue: get jobs from Queue.CreateJob, GetJob or FindJob.
 	ErrDetached = errors.New("job: not attached to a queue: create it with Queue.CreateJob or read it with Queue.GetJob")
 )
+
+// Errors of processing.
+var (
+	// ErrCancel is wrapped by the error of Cancel: a handler that returns it cancels its job
+	// instead of failing it.
+	ErrCancel = errors.New("job: cancelled by its handler")
+	// ErrCancelled is the cause of a handler's context when its job is cancelled (by
+	// Queue.CancelJob, here or in another process).
+	ErrCancelled = errors.New("job: cancelled")
+	// ErrTimeout is the cause of a handler's context when the job's timeout passes; the job
+	// is failed at that moment.
+	ErrTimeout = errors.New("job: timed out")
+)
+
+// Cancel returns an error for a handler to return that cancels its job with reason as the
+// log message (the original's "Job cancelled by Queue process handler" when empty).
+func Cancel(reason string) error { return &cancelError{reason: reason} }
+
+type cancelError struct{ reason string }
+
+func (e *cancelError) Error() string {
+	if e.reason == "" {
+		return ErrCancel.Error()
+	}
+	return ErrCancel.Error() + ": " + e.reason
+}
+
+func (e *cancelError) Is(target error) bool { return target == ErrCancel }
+
+// CancelReason returns the reason of a Cancel error within err's chain, with ok false when
+// there is none. An error that only wraps ErrCancel gives MessageCancel.
+func CancelReason(err error) (reason string, ok bool) {
+	var c *cancelError
+	if errors.As(err, &c) {
+		if c.reason == "" {
+			return MessageCancel, true
+		}
+		return c.reason, true
+	}
+	if errors.Is(err, ErrCancel) {
+		return MessageCancel, true
+	}
+	return "", false
+}

@@ -64,6 +64,7 @@ func (q *Queue) AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error
 		j.Log = logs[i]
 		q.emit(Event{Type: EventAdded, JobID: j.ID})
 	}
+	q.wakeProcessing()
 	return jobs, nil
 }
 

@@ -27,8 +27,15 @@ func (q *Queue) CancelJob(ctx context.Context, reason string, ids ...string) ([]
 		return nil, err
 	}
 	defer end()
+	return q.cancel(ctx, reason, ids)
+}
+
+// cancel cancels jobs known to be valid ids, without the checks of a public call: the
+// processor cancels through it too. A job running here has its handler's context
+// cancelled.
+func (q *Queue) cancel(ctx context.Context, reason string, ids []string) ([]string, error) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	err = q.updateAll(ctx, "cancel", ids, func(row r.Term) any {
+	err := q.updateAll(ctx, "cancel", ids, func(row r.Term) any {
 		entry, trunc := q.rowLog(row, now, reason, job.Cancelled)
 		return map[string]any{
 			"status":       string(job.Cancelled),
@@ -40,7 +47,11 @@ func (q *Queue) CancelJob(ctx context.Context, reason string, ids ...string) ([]
 	if err != nil {
 		return nil, err
 	}
+	p := q.processor()
 	for _, id := range ids {
+		if p != nil {
+			p.cancelled(id)
+		}
 		q.emit(Event{Type: EventCancelled, JobID: id})
 	}
 	if q.cfg.removeImmediately() {
@@ -83,6 +94,7 @@ func (q *Queue) ReanimateJob(ctx context.Context, dateEnable time.Time, ids ...s
 	for _, id := range ids {
 		q.emit(Event{Type: EventReanimated, JobID: id})
 	}
+	q.wakeProcessing()
 	return ids, nil
 }
 
@@ -129,13 +141,13 @@ func (q *Queue) updateAll(ctx context.Context, what string, ids []string, update
 	return nil
 }
 
-// rowLog builds a log entry inside a query, stamped with the row's own counters, and the
-// truncation entry that goes with it.
-func (q *Queue) rowLog(row r.Term, date time.Time, message string, status job.Status) (entry, trunc r.Term) {
-	counters := map[string]any{"retryCount": row.Field("retryCount"), "processCount": row.Field("processCount")}
+// rowLog builds a log entry inside a query, stamped with the row's own counters and date
+// (a time.Time, or r.Now() for the server's clock), and the truncation entry that goes
+// with it.
+func (q *Queue) rowLog(row r.Term, date any, message string, status job.Status) (entry, trunc r.Term) {
+	stamps := map[string]any{"date": date, "retryCount": row.Field("retryCount"), "processCount": row.Field("processCount")}
 	stamp := func(e job.LogEntry) r.Term {
-		e.Date = date
-		return r.Expr(e.Document()).Merge(counters)
+		return r.Expr(e.Document()).Merge(stamps)
 	}
 	var none job.Job
 	return stamp(job.NewLog(&none, q.id, nil, message, job.Information, status)),

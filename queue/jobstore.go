@@ -22,12 +22,14 @@ func (s jobStore) QueueID() string { return s.q.id }
 // replaced values as its data, so the old values and the new ones cannot interleave with
 // another writer's.
 func (s jobStore) UpdateJob(ctx context.Context, j *job.Job, e job.LogEntry) error {
-	q := s.q
-	end, err := q.begin(ctx)
-	if err != nil {
+	if err := s.q.beginJob(ctx); err != nil {
 		return err
 	}
-	defer end()
+	return s.q.updateJob(ctx, j, e)
+}
+
+// updateJob is UpdateJob without the checks of a call, for the processor too.
+func (q *Queue) updateJob(ctx context.Context, j *job.Job, e job.LogEntry) error {
 	j.QueueID = q.id
 	doc := j.Document()
 	trunc := job.TruncatedLog(j, q.id, q.cfg.limitJobLogs, j.Status)
@@ -50,11 +52,9 @@ func (s jobStore) UpdateJob(ctx context.Context, j *job.Job, e job.LogEntry) err
 // AddLog implements job.Store.
 func (s jobStore) AddLog(ctx context.Context, j *job.Job, e job.LogEntry) error {
 	q := s.q
-	end, err := q.begin(ctx)
-	if err != nil {
+	if err := q.beginJob(ctx); err != nil {
 		return err
 	}
-	defer end()
 	trunc := job.TruncatedLog(j, q.id, q.cfg.limitJobLogs, e.Status)
 	res, err := q.write(ctx, q.table().Get(j.ID).Update(func(row r.Term) any {
 		return map[string]any{"log": q.appendLog(row.Field("log"), e.Document(), trunc.Document()), "queueId": q.id}
@@ -75,11 +75,9 @@ func (s jobStore) AddLog(ctx context.Context, j *job.Job, e job.LogEntry) error 
 // cancelled or failed elsewhere is left alone.
 func (s jobStore) UpdateProgress(ctx context.Context, j *job.Job, percent float64) error {
 	q := s.q
-	end, err := q.begin(ctx)
-	if err != nil {
+	if err := q.beginJob(ctx); err != nil {
 		return err
 	}
-	defer end()
 	e := job.NewLog(j, q.id, nil, job.MessageProgress, job.Information, job.Active)
 	trunc := job.TruncatedLog(j, q.id, q.cfg.limitJobLogs, job.Active)
 	term := q.table().Get(j.ID).Update(func(row r.Term) any {
@@ -100,6 +98,9 @@ func (s jobStore) UpdateProgress(ctx context.Context, j *job.Job, percent float6
 	}
 	if err := q.refresh(j, res); err != nil {
 		return err
+	}
+	if p := q.processor(); p != nil {
+		p.touched(j.ID)
 	}
 	q.emit(Event{Type: EventProgress, JobID: j.ID, Progress: percent})
 	return nil

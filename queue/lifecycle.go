@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
@@ -27,11 +28,15 @@ func (q *Queue) Reset(ctx context.Context) (int, error) {
 	return res.Deleted, nil
 }
 
-// Stop shuts the queue down: it takes no new calls, waits for the calls in progress (or
-// for ctx to end), ends its background work and releases its connection (unless the
+// Stop shuts the queue down: it takes no new calls and claims no more jobs, waits for the
+// calls in progress and the running handlers to finish (their jobs' own methods keep
+// working meanwhile), ends its background work and releases its connection (unless the
 // session was given in ConnectOptions). Its event channels are then closed. Afterwards
-// every method returns ErrStopped. It returns ctx's error when ctx ended first; the queue is
-// stopped all the same.
+// every method returns ErrStopped.
+//
+// When ctx ends first, the running handlers' contexts are cancelled with cause ErrStopped
+// and Stop returns ctx's error; the queue is stopped all the same, and the jobs still
+// active are recovered by the Queue Master's review like those of a crashed process.
 func (q *Queue) Stop(ctx context.Context) error {
 	return q.shutdown(ctx, nil)
 }
@@ -59,6 +64,12 @@ func (q *Queue) shutdown(ctx context.Context, last func() error) error {
 	q.emit(Event{Type: EventStopping})
 	q.endLife()
 	waitErr := wait(ctx, q.ops.Wait, q.background.Wait)
+	if p := q.processor(); p != nil {
+		waitErr = errors.Join(waitErr, p.stop(ctx))
+	}
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
 	var lastErr error
 	if last != nil {
 		lastErr = last()

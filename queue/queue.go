@@ -34,11 +34,16 @@ type Queue struct {
 	endLife    context.CancelFunc
 	background sync.WaitGroup
 
-	mu          sync.Mutex
+	mu sync.Mutex
+	// stopped refuses new calls from Stop on; closed refuses the job methods too, once
+	// running handlers are done and the connection is about to close.
 	stopped     bool
+	closed      bool
 	ops         sync.WaitGroup // calls in progress, waited for by Stop
 	concurrency int
 	jobOptions  job.Options
+	paused      bool
+	proc        *processor // nil until Process
 }
 
 // dialTimeout bounds New's dial when its context has no deadline.
@@ -149,6 +154,18 @@ func (q *Queue) begin(ctx context.Context) (end func(), err error) {
 	return q.ops.Done, nil
 }
 
+// beginJob starts a call of a job's own method (Update, AddLog, UpdateProgress). Those stay
+// open while Stop waits for running handlers, which make them.
+func (q *Queue) beginJob(ctx context.Context) error {
+	q.mu.Lock()
+	closed := q.closed
+	q.mu.Unlock()
+	if closed {
+		return ErrStopped
+	}
+	return q.Ready(ctx)
+}
+
 // Name returns the queue's name, which is its table's name.
 func (q *Queue) Name() string { return q.cfg.name }
 
@@ -195,8 +212,9 @@ func (q *Queue) SetConcurrency(n int) error {
 		return err
 	}
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	q.concurrency = n
+	q.mu.Unlock()
+	q.wakeProcessing()
 	return nil
 }
 

@@ -1,0 +1,78 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// Paused reports whether the queue is paused.
+func (q *Queue) Paused() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.paused
+}
+
+// Pause stops the queue claiming jobs and returns once its running jobs have finished, or
+// ctx has ended (they go on running then; the queue stays paused). With global true, every
+// queue on the table is paused too, through the State Document. Events: pausing, then
+// paused.
+func (q *Queue) Pause(ctx context.Context, global bool) error {
+	end, err := q.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer end()
+	if global {
+		if err := q.writeState(ctx, "paused"); err != nil {
+			return err
+		}
+	}
+	q.setPaused(true)
+	q.emit(Event{Type: EventPausing, Global: global})
+	if p := q.processor(); p != nil {
+		if err := p.waitIdle(ctx); err != nil {
+			return err
+		}
+	}
+	q.emit(Event{Type: EventPaused, Global: global})
+	return nil
+}
+
+// Resume makes a paused queue claim jobs again. With global true, every queue on the table
+// resumes too, through the State Document. Event: resumed.
+func (q *Queue) Resume(ctx context.Context, global bool) error {
+	end, err := q.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer end()
+	if global {
+		if err := q.writeState(ctx, "active"); err != nil {
+			return err
+		}
+	}
+	q.setPaused(false)
+	q.wakeProcessing()
+	q.emit(Event{Type: EventResumed, Global: global})
+	return nil
+}
+
+func (q *Queue) setPaused(paused bool) {
+	q.mu.Lock()
+	q.paused = paused
+	q.mu.Unlock()
+}
+
+// writeState records the queue's global state in the State Document, which every queue on
+// the table follows through its changefeed.
+func (q *Queue) writeState(ctx context.Context, state string) error {
+	doc := map[string]any{"id": job.StateDocumentID, "queueId": q.id, "dateChange": r.Now(), "state": state}
+	if _, err := q.write(ctx, q.table().Insert(doc, r.InsertOpts{Conflict: "replace"})); err != nil {
+		return fmt.Errorf("queue %s: write state %q: %w", q.cfg.name, state, err)
+	}
+	return nil
+}

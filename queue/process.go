@@ -1,0 +1,311 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// Handler processes one job and returns its outcome, the Go form of the original's
+// next(err, result):
+//   - (result, nil): the job is completed (or waits for its next repeat); result is the data
+//     of the completion log entry;
+//   - (nil, err): the job failed and is retried per its RetryMax and RetryDelay, else
+//     terminated (or waits for its next repeat);
+//   - an error for which errors.Is(err, job.ErrCancel) holds (make one with job.Cancel):
+//     the job is cancelled with that reason;
+//   - (j, nil), returning the job it was given: the job is passed back, saved as it is
+//     with status active turned into waiting.
+//
+// ctx is cancelled when the job is cancelled anywhere (cause job.ErrCancelled), when its
+// timeout passes (cause job.ErrTimeout; the job has been failed by then) and when Stop
+// gives up waiting (cause ErrStopped); context.Cause(ctx) tells which. Once that happens,
+// the handler's return value is ignored. A handler that panics fails its job with the
+// panic as the error (a *PanicError); the queue keeps running.
+type Handler func(ctx context.Context, j *job.Job) (result any, err error)
+
+// Errors of Process.
+var (
+	// ErrProcessTwice is returned by a second call of Process: a queue has one handler.
+	ErrProcessTwice = errors.New("queue: Process called twice: a queue has one handler")
+	// ErrNilHandler is returned by Process given a nil handler.
+	ErrNilHandler = fmt.Errorf("%w: nil handler", job.ErrInvalid)
+)
+
+// PanicError is the error a job fails with when its handler panics.
+type PanicError struct {
+	// Value is what the handler panicked with.
+	Value any
+	// Stack is the handler goroutine's stack at the panic.
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("handler panicked: %v", e.Value) }
+
+// maxClaimBackoff bounds the wait between claims that fail (database unreachable, say).
+const maxClaimBackoff = 30 * time.Second
+
+// processor runs the queue's handler: one loop claims jobs, never two claims at once, and
+// each claimed job runs in a goroutine of its own.
+type processor struct {
+	q       *Queue
+	handler Handler
+	// wake asks the loop to claim; a send never blocks (capacity 1).
+	wake chan struct{}
+
+	// hard ends every run's context and outcome write when Stop gives up waiting.
+	hard  context.Context
+	abort context.CancelCauseFunc
+
+	mu      sync.Mutex
+	running map[string]*run
+	// drained is closed and replaced each time a run ends, for waitIdle.
+	drained chan struct{}
+	// handlers counts handler goroutines, which may outlive their run (a handler that
+	// ignores its cancelled context).
+	handlers sync.WaitGroup
+}
+
+// run is one claimed job being processed.
+type run struct {
+	job *job.Job
+	// claimed is the job as claimed, for the outcome: the handler may change job meanwhile.
+	claimed job.Job
+	cancel  context.CancelCauseFunc
+	timer   *time.Timer
+	// settled is set by the first of handler return, timeout and cancel; the others then
+	// do nothing (a handler that cancels its own job reaches settle twice).
+	settled atomic.Bool
+}
+
+// Process starts processing the queue's jobs with handler, up to Concurrency at a time,
+// in the background until Stop. It returns at once; call it once per queue
+// (ErrProcessTwice). A queue that is not a Queue Master reviews the table once first, as
+// the original does, so that jobs orphaned while no master ran are recovered.
+func (q *Queue) Process(handler Handler) error {
+	if handler == nil {
+		return ErrNilHandler
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.stopped {
+		return ErrStopped
+	}
+	if q.proc != nil {
+		return ErrProcessTwice
+	}
+	p := &processor{
+		q:       q,
+		handler: handler,
+		wake:    make(chan struct{}, 1),
+		running: make(map[string]*run),
+		drained: make(chan struct{}),
+	}
+	p.hard, p.abort = context.WithCancelCause(context.Background())
+	q.proc = p
+	q.background.Add(1)
+	go p.loop()
+	return nil
+}
+
+// processor returns the queue's processor, nil before Process.
+func (q *Queue) processor() *processor {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.proc
+}
+
+// signal asks the loop to claim again soon.
+func (p *processor) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// wakeProcessing asks the loop, if any, to claim: jobs were added or enabled, or a slot
+// was freed.
+func (q *Queue) wakeProcessing() {
+	if p := q.processor(); p != nil {
+		p.signal()
+	}
+}
+
+func (p *processor) loop() {
+	q := p.q
+	defer q.background.Done()
+	if q.Ready(q.life) != nil {
+		return
+	}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	backoff := time.Duration(0)
+	for {
+		select {
+		case <-q.life.Done():
+			return
+		case <-p.wake:
+		case <-timer.C:
+		}
+		next, err := p.tick()
+		if err != nil {
+			backoff = min(max(2*backoff, 100*time.Millisecond), maxClaimBackoff)
+			next = backoff
+			q.log.Warn("claiming jobs failed", "err", err, "retry in", backoff)
+			q.emit(Event{Type: EventError, Err: err})
+		} else {
+			backoff = 0
+		}
+		timer.Stop()
+		if next >= 0 {
+			timer.Reset(next)
+		}
+	}
+}
+
+// tick claims what the free slots allow and starts the jobs. It returns when to claim
+// again: 0 for at once, a positive wait for the next delayed job, -1 to wait for a wake.
+func (p *processor) tick() (time.Duration, error) {
+	q := p.q
+	if q.Paused() {
+		return -1, nil
+	}
+	free := q.Concurrency() - p.runningCount()
+	if free < 1 {
+		return -1, nil
+	}
+	jobs, candidates, nextIn, err := q.claim(q.life, free)
+	if err != nil {
+		return 0, err
+	}
+	for _, j := range jobs {
+		q.emit(Event{Type: EventActive, JobID: j.ID})
+		p.start(j)
+	}
+	switch {
+	case len(jobs) == free, candidates > len(jobs):
+		// Every slot filled, or other queues took some candidates: there may be more.
+		return 0, nil
+	case len(jobs) == 0 && p.runningCount() == 0:
+		q.emit(Event{Type: EventIdle})
+	}
+	if nextIn > 0 {
+		return nextIn, nil
+	}
+	return -1, nil
+}
+
+func (p *processor) runningCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.running)
+}
+
+// start runs the handler on a claimed job, with its timeout.
+func (p *processor) start(j *job.Job) {
+	ctx, cancel := context.WithCancelCause(p.hard)
+	rn := &run{job: j, claimed: *j, cancel: cancel}
+	p.mu.Lock()
+	p.running[j.ID] = rn
+	// Set under the lock that settle takes first, so a timeout of 0 finds it set.
+	rn.timer = time.AfterFunc(j.Timeout, func() { p.timeout(rn) })
+	p.mu.Unlock()
+	p.q.emit(Event{Type: EventProcessing, JobID: j.ID})
+	p.handlers.Add(1)
+	go func() {
+		defer p.handlers.Done()
+		result, err := p.call(ctx, j)
+		p.settle(rn, func() { p.finish(rn, result, err) })
+	}()
+}
+
+// call runs the handler, turning a panic into a *PanicError.
+func (p *processor) call(ctx context.Context, j *job.Job) (result any, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			result, err = nil, &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return p.handler(ctx, j)
+}
+
+// settle ends a run once, whichever comes first: the handler's return, the timeout, or a
+// cancel. outcome records it; then the run's slot is freed and the loop woken.
+func (p *processor) settle(rn *run, outcome func()) {
+	if !rn.settled.CompareAndSwap(false, true) {
+		return
+	}
+	p.mu.Lock()
+	rn.timer.Stop()
+	p.mu.Unlock()
+	outcome()
+	rn.cancel(context.Canceled)
+	p.mu.Lock()
+	delete(p.running, rn.claimed.ID)
+	close(p.drained)
+	p.drained = make(chan struct{})
+	p.mu.Unlock()
+	p.signal()
+}
+
+// timeout fails a run whose timeout passed, at that moment.
+func (p *processor) timeout(rn *run) {
+	p.settle(rn, func() {
+		rn.cancel(job.ErrTimeout)
+		p.failed(rn, fmt.Errorf("%w (run time > %d ms)", job.ErrTimeout, rn.claimed.Timeout.Milliseconds()))
+	})
+}
+
+// cancelled ends the run of a job that was cancelled: its handler's context is cancelled
+// and nothing is written, the cancel already was.
+func (p *processor) cancelled(id string) {
+	p.mu.Lock()
+	rn := p.running[id]
+	p.mu.Unlock()
+	if rn != nil {
+		p.settle(rn, func() { rn.cancel(job.ErrCancelled) })
+	}
+}
+
+// touched restarts the timeout of a running job that reported progress.
+func (p *processor) touched(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if rn := p.running[id]; rn != nil {
+		rn.timer.Reset(rn.claimed.Timeout)
+	}
+}
+
+// waitIdle waits until no job is running, or ctx ends.
+func (p *processor) waitIdle(ctx context.Context) error {
+	for {
+		p.mu.Lock()
+		n, drained := len(p.running), p.drained
+		p.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-drained:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Running returns how many jobs the queue is processing now.
+func (q *Queue) Running() int {
+	if p := q.processor(); p != nil {
+		return p.runningCount()
+	}
+	return 0
+}
+
+// Idle reports whether the queue is processing no job.
+func (q *Queue) Idle() bool { return q.Running() == 0 }
