@@ -6,6 +6,7 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/stretchr/testify v1.12.1
 	github.com/testcontainers/testcontainers-go v0.44.0
+	go.uber.org/goleak v1.3.0
 	gopkg.in/rethinkdb/rethinkdb-go.v6 v6.2.1
 )
 

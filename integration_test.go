@@ -128,3 +128,55 @@ func readAll(t *testing.T, s *r.Session, term r.Term, dst any) {
 	require.NoError(t, err)
 	require.NoError(t, cur.All(dst))
 }
+
+// Several processes' worth of queues, each with its own connection, compete for the same
+// jobs: every job must run exactly once.
+func TestManyQueuesProcessEachJobExactlyOnce(t *testing.T) {
+	srv := testserver.Get(t)
+	db := testserver.DB(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const queues, jobs = 4, 300
+
+	var mu sync.Mutex
+	calls := make(map[string]int, jobs)
+	handler := func(ctx context.Context, j *job.Job) (any, error) {
+		mu.Lock()
+		calls[j.ID]++
+		mu.Unlock()
+		return nil, nil
+	}
+	workers := make([]*queue.Queue, queues)
+	for i := range workers {
+		q, err := queue.New(ctx, connectTo(srv, db), &queue.Options{Name: "race", DatabaseInitDelay: -1, Concurrency: 5})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = q.Stop(context.Background()) })
+		require.NoError(t, q.Ready(ctx))
+		workers[i] = q
+	}
+	batch := make([]*job.Job, jobs)
+	for i := range batch {
+		batch[i] = workers[0].CreateJob(i)
+	}
+	_, err := workers[0].AddJob(ctx, batch...)
+	require.NoError(t, err)
+	for _, q := range workers {
+		require.NoError(t, q.Process(handler))
+	}
+
+	require.Eventually(t, func() bool {
+		s, err := workers[0].Summary(ctx)
+		return err == nil && s.Completed == jobs
+	}, 2*time.Minute, 50*time.Millisecond, "every job completes")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Len(t, calls, jobs)
+	for id, n := range calls {
+		if n != 1 {
+			t.Errorf("job %s ran %d times", id, n)
+		}
+	}
+	for _, q := range workers {
+		require.NoError(t, q.Stop(ctx))
+	}
+}
