@@ -1,4 +1,5 @@
-// Command quickstart creates a queue, adds a job and prints the queue's summary.
+// Command quickstart creates a queue, adds a job, processes it and prints the queue's
+// summary.
 //
 // Start RethinkDB first (`docker compose up -d` in the repository), then:
 //
@@ -13,11 +14,10 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"os"
-	"strconv"
 	"time"
 
+	"github.com/rjqgo/rethinkdb-job-queue/examples/internal/env"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
@@ -25,9 +25,19 @@ import (
 func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := run(ctx, connectOptions(), os.Stdout); err != nil {
+	cxn, err := env.ConnectOptions()
+	if err != nil {
 		log.Fatal(err)
 	}
+	if err := run(ctx, cxn, os.Stdout); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// email is the job's payload.
+type email struct {
+	To      string `json:"to"`
+	Subject string `json:"subject"`
 }
 
 func run(ctx context.Context, cxn *queue.ConnectOptions, out io.Writer) (err error) {
@@ -37,7 +47,7 @@ func run(ctx context.Context, cxn *queue.ConnectOptions, out io.Writer) (err err
 	}
 	defer func() { err = errors.Join(err, q.Stop(ctx)) }()
 
-	j := q.CreateJob(map[string]any{"to": "ann@example.com", "subject": "Welcome"}).
+	j := q.CreateJob(email{To: "ann@example.com", Subject: "Welcome"}).
 		SetName("welcome-email").
 		SetPriority(job.High)
 	if _, err := q.AddJob(ctx, j); err != nil {
@@ -45,27 +55,30 @@ func run(ctx context.Context, cxn *queue.ConnectOptions, out io.Writer) (err err
 	}
 	fmt.Fprintf(out, "added job %s (%s, priority %s)\n", j.ID, j.Status, j.Priority)
 
+	// Subscribe before processing starts, so the completion cannot be missed.
+	events := q.Events(ctx, queue.EventCompleted, queue.EventFailed)
+	err = q.Process(func(ctx context.Context, j *job.Job) (any, error) {
+		var m email
+		if err := j.DataAs(&m); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(out, "sending %q to %s\n", m.Subject, m.To)
+		return "sent", nil
+	})
+	if err != nil {
+		return err
+	}
+	select {
+	case e := <-events:
+		fmt.Fprintf(out, "job %s %s\n", e.JobID, e.Type)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+
 	s, err := q.Summary(ctx)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "summary: %+v\n", s)
 	return nil
-}
-
-// connectOptions reads RJQ_ADDR (host:port), defaulting to localhost:28015.
-func connectOptions() *queue.ConnectOptions {
-	addr := os.Getenv("RJQ_ADDR")
-	if addr == "" {
-		return nil
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		log.Fatalf("RJQ_ADDR=%q: want host:port: %v", addr, err)
-	}
-	p, err := strconv.Atoi(port)
-	if err != nil {
-		log.Fatalf("RJQ_ADDR=%q: bad port: %v", addr, err)
-	}
-	return &queue.ConnectOptions{Host: host, Port: p}
 }

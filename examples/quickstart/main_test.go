@@ -22,7 +22,9 @@ func TestQuickstart(t *testing.T) {
 	defer cancel()
 	var out bytes.Buffer
 	require.NoError(t, run(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: testserver.DB(t)}, &out))
-	assert.Regexp(t, regexp.MustCompile(`^added job [0-9a-f-]{36} \(waiting, priority high\)
-summary: \{Waiting:1 Active:0 Completed:0 Cancelled:0 Failed:0 Terminated:0 Total:1\}
+	assert.Regexp(t, regexp.MustCompile(`^added job ([0-9a-f-]{36}) \(waiting, priority high\)
+sending "Welcome" to ann@example.com
+job ([0-9a-f-]{36}) completed
+summary: \{Waiting:0 Active:0 Completed:1 Cancelled:0 Failed:0 Terminated:0 Total:1\}
 $`), out.String())
 }

@@ -1,0 +1,430 @@
+// Package wirecount is a loopback TCP proxy that counts the RethinkDB wire-protocol
+// queries its clients send. Tests and benchmarks put it between a driver session and the
+// server to measure real database round trips, without instrumenting the code under test.
+//
+// The proxy copies bytes through untouched in both directions and parses only the
+// client→server stream. It understands what gopkg.in/rethinkdb/rethinkdb-go.v6 sends:
+//
+//   - the V1_0 handshake: the 4-byte magic number 0x34c2bdc3 (little-endian), then two
+//     null-terminated JSON messages (SCRAM client-first and client-final), each sent after
+//     the server has answered the one before;
+//   - the V0_4 and V0_3 handshakes: magic, 4-byte auth key length, the auth key, and the
+//     4-byte protocol type;
+//   - then query frames: an 8-byte token, a 4-byte little-endian length, and that many
+//     bytes of JSON, [type, term?, opts?], where type 1 is START, 2 CONTINUE, 3 STOP,
+//     4 NOREPLY_WAIT and 5 SERVER_INFO.
+//
+// Every frame counts as a query, because every frame is a message the server answers (or,
+// for a noreply START, at least has to read and run). A connection that opens with an
+// unknown magic number is forwarded without counting.
+package wirecount
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Handshake magic numbers of the RethinkDB protocol versions (ql2.proto VersionDummy).
+const (
+	magicV1_0 = 0x34c2bdc3
+	magicV0_4 = 0x400c2d20
+	magicV0_3 = 0x5f75e83e
+)
+
+// Query types of ql2.proto that are told apart here.
+const (
+	queryContinue = 2
+)
+
+// frameHeaderLen is the token (8 bytes) and the length (4 bytes) before a frame's JSON.
+const frameHeaderLen = 12
+
+// dialTimeout bounds the dial to the target, so a dead target does not hold a client
+// connection (and Close) for long.
+const dialTimeout = 10 * time.Second
+
+// Proxy forwards loopback connections to a RethinkDB server and counts the query frames
+// the clients send. Its methods are safe for concurrent use.
+type Proxy struct {
+	target string
+	ln     net.Listener
+
+	queries   atomic.Uint64
+	continues atomic.Uint64
+
+	// ctx ends with Close, which cancels dials to the target still under way.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	closed  bool
+	conns   map[net.Conn]struct{}
+	tallies []*Tally
+	// wg counts every goroutine the proxy started; it is only added to under mu while not
+	// closed, so that Close's Wait sees every goroutine there will ever be.
+	wg sync.WaitGroup
+}
+
+// Start listens on 127.0.0.1 at a free port and forwards each connection it accepts to
+// target (host:port) until Close.
+func Start(target string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{target: target, ln: ln, conns: make(map[net.Conn]struct{})}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.wg.Add(1)
+	go p.accept()
+	return p, nil
+}
+
+// Addr returns the address clients connect to, 127.0.0.1:port.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Host returns the host clients connect to, always 127.0.0.1; with Port it fills driver
+// options that take the two apart.
+func (p *Proxy) Host() string { return p.ln.Addr().(*net.TCPAddr).IP.String() }
+
+// Port returns the port clients connect to.
+func (p *Proxy) Port() int { return p.ln.Addr().(*net.TCPAddr).Port }
+
+// Queries returns how many query frames clients have sent since Start or the last Reset,
+// over all connections: STARTs, CONTINUEs, STOPs, NOREPLY_WAITs and SERVER_INFOs alike.
+// A frame is counted before it is forwarded, so once a client has its answer the count
+// includes the query.
+func (p *Proxy) Queries() uint64 { return p.queries.Load() }
+
+// Continues returns how many of the Queries were CONTINUEs, the requests for a cursor's
+// next batch, which a driver sends without the caller writing a query.
+func (p *Proxy) Continues() uint64 { return p.continues.Load() }
+
+// Reset sets every count to zero, Tallies included, so that setup traffic (connecting,
+// creating tables, loading data) stays out of what is measured next.
+func (p *Proxy) Reset() {
+	p.queries.Store(0)
+	p.continues.Store(0)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, t := range p.tallies {
+		t.n.Store(0)
+	}
+}
+
+// Tally counts the query frames whose JSON contains sub, from now on, over all
+// connections. It tells kinds of queries apart by a key or name only they carry, which
+// is as close as the wire gets to knowing which code sent them. sub must not be empty.
+func (p *Proxy) Tally(sub string) *Tally {
+	t := &Tally{sub: []byte(sub)}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tallies = append(p.tallies, t)
+	return t
+}
+
+// Tally is a count of the query frames that contain a string; see Proxy.Tally.
+type Tally struct {
+	sub []byte
+	n   atomic.Uint64
+}
+
+// Count returns how many query frames contained the string since the Tally was made or
+// the proxy last Reset.
+func (t *Tally) Count() uint64 { return t.n.Load() }
+
+// Close stops accepting, closes every open connection in both directions and waits for
+// the proxy's goroutines to end. Clients see their connections drop. Calling Close again
+// does nothing.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	err := p.ln.Close()
+	p.cancel()
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+	return err
+}
+
+// track registers c to be closed by Close, and reports false (closing c) when the proxy
+// is already closed. With start set it also counts one more goroutine, under the same
+// lock, so Close cannot miss it.
+func (p *Proxy) track(c net.Conn, start bool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		_ = c.Close()
+		return false
+	}
+	p.conns[c] = struct{}{}
+	if start {
+		p.wg.Add(1)
+	}
+	return true
+}
+
+func (p *Proxy) untrack(c net.Conn) {
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+	_ = c.Close()
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return // closed by Close
+		}
+		if !p.track(c, true) {
+			return
+		}
+		go p.serve(c)
+	}
+}
+
+// serve forwards one client connection to a new connection to the target. When either
+// direction ends, both connections are closed: the RethinkDB protocol has no use for a
+// half-closed connection, and closing ends the other direction's copy.
+func (p *Proxy) serve(client net.Conn) {
+	defer p.wg.Done()
+	defer p.untrack(client)
+	d := net.Dialer{Timeout: dialTimeout}
+	server, err := d.DialContext(p.ctx, "tcp", p.target)
+	if err != nil {
+		return
+	}
+	if !p.track(server, true) {
+		p.wg.Done() // track counted no goroutine when it refused
+		return
+	}
+	defer p.untrack(server)
+	go func() {
+		defer p.wg.Done()
+		_, _ = io.Copy(client, server)
+		_ = client.Close()
+		_ = server.Close()
+	}()
+	p.forwardQueries(client, server)
+	_ = client.Close()
+	_ = server.Close()
+}
+
+// forwardQueries copies the client's bytes to the server, counting each query frame
+// before the bytes that complete it are written.
+func (p *Proxy) forwardQueries(client, server net.Conn) {
+	var ps parser
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := client.Read(buf)
+		if n > 0 {
+			ps.feed(buf[:n], p.count)
+			if _, werr := server.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// count records one complete frame; body is its JSON when tallies want it, else only
+// its first bytes.
+func (p *Proxy) count(typ int, body []byte) {
+	p.queries.Add(1)
+	if typ == queryContinue {
+		p.continues.Add(1)
+	}
+	p.mu.Lock()
+	tallies := p.tallies
+	p.mu.Unlock()
+	for _, t := range tallies {
+		if bytes.Contains(body, t.sub) {
+			t.n.Add(1)
+		}
+	}
+}
+
+// wantsBodies reports whether any tally needs whole frame bodies kept.
+func (p *Proxy) wantsBodies() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.tallies) > 0
+}
+
+// parser states: what the next bytes of the client stream are.
+type state int
+
+const (
+	stMagic       state = iota // the 4-byte magic number
+	stNulMessages              // null-terminated handshake messages (V1_0)
+	stAuthKeyLen               // the 4-byte auth key length (V0_3, V0_4)
+	stAuthKey                  // the auth key
+	stProtocol                 // the 4-byte protocol type (V0_3, V0_4)
+	stHeader                   // a frame's token and length
+	stBody                     // a frame's JSON
+	stOpaque                   // an unknown protocol: forwarded, not parsed
+)
+
+// parser follows the client→server stream across reads of any size: a frame may span
+// many reads and a read may hold many frames, so it keeps partial fields between feeds.
+type parser struct {
+	st state
+	// fixed collects a fixed-size field (magic, length, header) split over reads.
+	fixed [frameHeaderLen]byte
+	have  int
+	// skip is how many more bytes of the current auth key or body are to come; nuls how
+	// many handshake messages have yet to end.
+	skip int
+	nuls int
+	// typ is the current frame's query type, 0 until read; head holds its first body
+	// bytes for that.
+	typ  int
+	head []byte
+	// body keeps the whole frame for tallies, when keep is set at the frame's start.
+	body []byte
+	keep bool
+	// wants is asked at each frame's start whether to keep the body.
+	wants func() bool
+}
+
+// feed parses b, calling done(type, body) for each query frame that b completes.
+func (ps *parser) feed(b []byte, done func(typ int, body []byte)) {
+	for len(b) > 0 {
+		switch ps.st {
+		case stMagic, stAuthKeyLen, stProtocol, stHeader:
+			need := 4
+			if ps.st == stHeader {
+				need = frameHeaderLen
+			}
+			n := copy(ps.fixed[ps.have:need], b)
+			ps.have += n
+			b = b[n:]
+			if ps.have < need {
+				return
+			}
+			ps.have = 0
+			ps.fixedDone(done)
+		case stNulMessages:
+			i := bytes.IndexByte(b, 0)
+			if i < 0 {
+				return
+			}
+			b = b[i+1:]
+			if ps.nuls--; ps.nuls == 0 {
+				ps.st = stHeader
+			}
+		case stAuthKey:
+			n := min(ps.skip, len(b))
+			ps.skip -= n
+			b = b[n:]
+			if ps.skip == 0 {
+				ps.st = stProtocol
+			}
+		case stBody:
+			n := min(ps.skip, len(b))
+			ps.bodyBytes(b[:n])
+			ps.skip -= n
+			b = b[n:]
+			if ps.skip == 0 {
+				ps.frameDone(done)
+			}
+		case stOpaque:
+			return
+		}
+	}
+}
+
+// fixedDone acts on a fixed-size field that has just been read whole.
+func (ps *parser) fixedDone(done func(int, []byte)) {
+	v := binary.LittleEndian.Uint32(ps.fixed[:4])
+	switch ps.st {
+	case stMagic:
+		switch v {
+		case magicV1_0:
+			ps.st, ps.nuls = stNulMessages, 2
+		case magicV0_4, magicV0_3:
+			ps.st = stAuthKeyLen
+		default:
+			ps.st = stOpaque
+		}
+	case stAuthKeyLen:
+		ps.st, ps.skip = stAuthKey, int(v)
+		if ps.skip == 0 {
+			ps.st = stProtocol
+		}
+	case stProtocol:
+		ps.st = stHeader
+	case stHeader:
+		ps.typ, ps.head, ps.body = 0, ps.head[:0], ps.body[:0]
+		ps.keep = ps.wants != nil && ps.wants()
+		ps.st, ps.skip = stBody, int(binary.LittleEndian.Uint32(ps.fixed[8:12]))
+		if ps.skip == 0 {
+			ps.frameDone(done)
+		}
+	}
+}
+
+// bodyBytes takes the next bytes of a frame's JSON: the first few tell the query type,
+// and all are kept when tallies look for strings in them.
+func (ps *parser) bodyBytes(b []byte) {
+	if ps.keep {
+		ps.body = append(ps.body, b...)
+	}
+	if ps.typ != 0 {
+		return
+	}
+	// The JSON starts "[<type>," (the driver writes no spaces, but JSON allows them).
+	for _, c := range b {
+		switch {
+		case c == '[' && len(ps.head) == 0:
+			ps.head = append(ps.head, c)
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+		case c >= '0' && c <= '9' && len(ps.head) > 0:
+			ps.head = append(ps.head, c)
+		default:
+			if len(ps.head) > 1 {
+				ps.typ, _ = strconv.Atoi(string(ps.head[1:]))
+			} else {
+				ps.typ = -1 // not a query we can read; still a frame
+			}
+			return
+		}
+	}
+}
+
+// frameDone reports a frame whose bytes have all been read.
+func (ps *parser) frameDone(done func(int, []byte)) {
+	if ps.typ == 0 && len(ps.head) > 1 { // the type ran to the end of the JSON
+		ps.typ, _ = strconv.Atoi(string(ps.head[1:]))
+	}
+	body := ps.body
+	if !ps.keep {
+		body = nil
+	}
+	done(ps.typ, body)
+	ps.st = stHeader
+	if cap(ps.body) > 1<<20 {
+		ps.body = nil // do not hold on to one huge frame's buffer
+	}
+}
