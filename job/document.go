@@ -5,11 +5,20 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 )
 
 // StateDocumentID is the id of the queue's State Document, the one document in a queue's
 // table that is not a job.
 const StateDocumentID = "86f6ff5b-0c4e-46ad-9a5f-e90eb19c9b00"
+
+// StateDocument returns the State Document that records a queue's global state ("paused",
+// "active" or "reviewed"), changed by queueID now (the server's clock). Queues write it
+// with conflict "replace" and follow it through their changefeed.
+func StateDocument(queueID, state string) map[string]any {
+	return map[string]any{"id": StateDocumentID, "queueId": queueID, "dateChange": r.Now(), "state": state}
+}
 
 // The document's field names, as the Node.js library writes them.
 const (

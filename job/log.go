@@ -3,6 +3,8 @@ package job
 import (
 	"strconv"
 	"time"
+
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 )
 
 // The log messages of the original library, written verbatim so that logs read the same
@@ -115,6 +117,17 @@ func AppendLog(log []LogEntry, e LogEntry, limit int, trunc LogEntry) []LogEntry
 	}
 	log = append(log, e, trunc)
 	return append([]LogEntry(nil), log[len(log)-limit:]...)
+}
+
+// AppendLogTerm is AppendLog inside a query: it appends entry to the log term and applies
+// limit the same way, with trunc as the truncation entry (documents or terms).
+func AppendLogTerm(log r.Term, entry, trunc any, limit int) r.Term {
+	if limit < 1 {
+		return log.Append(entry)
+	}
+	return r.Branch(log.Count().Ge(limit),
+		log.Append(entry).Append(trunc).Slice(-limit),
+		log.Append(entry))
 }
 
 // GetLastLog returns the newest entry of the job's log (by date; the later one of two

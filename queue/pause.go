@@ -70,8 +70,7 @@ func (q *Queue) setPaused(paused bool) {
 // writeState records the queue's global state in the State Document, which every queue on
 // the table follows through its changefeed.
 func (q *Queue) writeState(ctx context.Context, state string) error {
-	doc := map[string]any{"id": job.StateDocumentID, "queueId": q.id, "dateChange": r.Now(), "state": state}
-	if _, err := q.write(ctx, q.table().Insert(doc, r.InsertOpts{Conflict: "replace"})); err != nil {
+	if _, err := q.write(ctx, q.table().Insert(job.StateDocument(q.id, state), r.InsertOpts{Conflict: "replace"})); err != nil {
 		return fmt.Errorf("queue %s: write state %q: %w", q.cfg.name, state, err)
 	}
 	return nil

@@ -143,6 +143,13 @@ func (p *processor) loop() {
 	if q.Ready(q.life) != nil {
 		return
 	}
+	if !q.cfg.master() {
+		// Recover what crashed workers left behind before taking new work, as the original
+		// does; a master reviews on its own schedule.
+		if _, err := q.review(q.life); err != nil {
+			q.log.Warn("review before processing failed", "err", err)
+		}
+	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	backoff := time.Duration(0)

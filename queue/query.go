@@ -120,14 +120,7 @@ func parseIDs(ids []string) ([]string, error) {
 	return out, nil
 }
 
-// appendLog appends entry to a log term, applying the queue's log limit exactly as
-// job.AppendLog does in memory.
+// appendLog appends entry to a log term under the queue's log limit.
 func (q *Queue) appendLog(log r.Term, entry, trunc any) r.Term {
-	limit := q.cfg.limitJobLogs
-	if limit < 1 {
-		return log.Append(entry)
-	}
-	return r.Branch(log.Count().Ge(limit),
-		log.Append(entry).Append(trunc).Slice(-limit),
-		log.Append(entry))
+	return job.AppendLogTerm(log, entry, trunc, q.cfg.limitJobLogs)
 }

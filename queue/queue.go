@@ -79,6 +79,10 @@ func New(ctx context.Context, cxn *ConnectOptions, opts *Options) (*Queue, error
 	q.life, q.endLife = context.WithCancel(context.Background())
 	q.background.Add(1)
 	go q.initialize()
+	if cfg.master() {
+		q.background.Add(1)
+		go q.reviewEvery()
+	}
 	return q, nil
 }
 

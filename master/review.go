@@ -1,0 +1,126 @@
+package master
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// MessageOrphan is the log message of a job the review fails, the original's.
+const MessageOrphan = "Master: " + job.MessageFailed
+
+// Retention says which finished jobs the review removes.
+type Retention struct {
+	// Keep is true when finished jobs are never removed.
+	Keep bool
+	// Immediately is true when every finished job is removed.
+	Immediately bool
+	// Period is how long finished jobs are kept otherwise.
+	Period time.Duration
+}
+
+// Target is the table to review and who reviews it.
+type Target struct {
+	Session r.QueryExecutor
+	Table   r.Term
+	// RunOpts are the queue's query run options; Context is set per query.
+	RunOpts r.RunOpts
+	// QueueID is the reviewing queue's id, written into what it changes.
+	QueueID      string
+	LimitJobLogs int
+	Retention    Retention
+}
+
+// Result is what one review did.
+type Result struct {
+	// Reviewed is the number of orphaned jobs failed or terminated.
+	Reviewed int
+	// Removed is the number of finished jobs removed.
+	Removed int
+}
+
+// Review runs the review once: orphaned jobs, then finished jobs, then the State Document.
+func Review(ctx context.Context, t Target) (Result, error) {
+	var res Result
+	var err error
+	if res.Reviewed, err = failOrphans(ctx, t); err != nil {
+		return res, err
+	}
+	if res.Removed, err = removeFinished(ctx, t); err != nil {
+		return res, err
+	}
+	state := t.Table.Insert(job.StateDocument(t.QueueID, "reviewed"), r.InsertOpts{Conflict: "replace"})
+	if _, err := write(ctx, t, state); err != nil {
+		return res, fmt.Errorf("master: write the State Document: %w", err)
+	}
+	return res, nil
+}
+
+// failOrphans fails the active jobs whose dateEnable has passed, read through the
+// indexActiveDateEnable range [-∞, now). The update checks again, so a job its worker
+// finished meanwhile is left alone.
+func failOrphans(ctx context.Context, t Target) (int, error) {
+	orphans := t.Table.Between(r.MinVal, r.Now(), r.BetweenOpts{Index: dbinit.IndexActiveDateEnable})
+	n, err := write(ctx, t, orphans.Update(func(row r.Term) any {
+		retry := row.Field("retryCount").Lt(row.Field("retryMax"))
+		status := r.Branch(retry, string(job.Failed), string(job.Terminated))
+		entry := map[string]any{
+			"date":         r.Now(),
+			"queueId":      t.QueueID,
+			"type":         r.Branch(retry, string(job.Warning), string(job.Error)),
+			"status":       status,
+			"retryCount":   row.Field("retryCount"),
+			"processCount": row.Field("processCount"),
+			"message":      MessageOrphan,
+			"dateEnable":   row.Field("dateEnable"),
+		}
+		var none job.Job
+		trunc := r.Expr(job.TruncatedLog(&none, t.QueueID, t.LimitJobLogs, "").Document()).Merge(map[string]any{
+			"date":         r.Now(),
+			"status":       status,
+			"retryCount":   row.Field("retryCount"),
+			"processCount": row.Field("processCount"),
+		})
+		orphaned := row.Field("status").Eq(string(job.Active)).And(row.Field("dateEnable").Lt(r.Now()))
+		return r.Branch(orphaned, map[string]any{
+			"status":       status,
+			"dateFinished": r.Now(),
+			"retryCount":   r.Branch(retry, row.Field("retryCount").Add(1), row.Field("retryCount")),
+			"log":          job.AppendLogTerm(row.Field("log"), entry, trunc, t.LimitJobLogs),
+			"queueId":      t.QueueID,
+		}, nil)
+	}))
+	if err != nil {
+		return 0, fmt.Errorf("master: fail orphaned jobs: %w", err)
+	}
+	return n.Replaced, nil
+}
+
+// removeFinished deletes the finished jobs the retention allows, read through the
+// indexFinishedDateFinished range.
+func removeFinished(ctx context.Context, t Target) (int, error) {
+	if t.Retention.Keep {
+		return 0, nil
+	}
+	upTo := any(r.MaxVal)
+	if !t.Retention.Immediately {
+		upTo = r.Now().Sub(t.Retention.Period.Seconds())
+	}
+	finished := t.Table.Between(r.MinVal, upTo, r.BetweenOpts{Index: dbinit.IndexFinishedDateFinished})
+	n, err := write(ctx, t, finished.Delete())
+	if err != nil {
+		return 0, fmt.Errorf("master: remove finished jobs: %w", err)
+	}
+	return n.Deleted, nil
+}
+
+func write(ctx context.Context, t Target, term r.Term) (r.WriteResponse, error) {
+	opts := t.RunOpts
+	opts.Context = ctx
+	return term.RunWrite(t.Session, opts)
+}

@@ -1,0 +1,61 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/rjqgo/rethinkdb-job-queue/master"
+)
+
+// Review runs the Queue Master's review now, on any queue: active jobs whose dateEnable
+// has passed (their worker crashed or hung) are failed, or terminated when no retry is
+// left; finished jobs older than RemoveFinishedJobs are removed; the State Document is set
+// to "reviewed", so every queue on the table claims again. This queue raises a local
+// reviewed event and claims again too. A Queue Master runs it every MasterInterval.
+func (q *Queue) Review(ctx context.Context) (ReviewResult, error) {
+	end, err := q.begin(ctx)
+	if err != nil {
+		return ReviewResult{}, err
+	}
+	defer end()
+	return q.review(ctx)
+}
+
+// review is Review without the checks of a call, for the schedule and Process.
+func (q *Queue) review(ctx context.Context) (ReviewResult, error) {
+	res, err := master.Review(ctx, master.Target{
+		Session:      q.session,
+		Table:        q.table(),
+		RunOpts:      q.cfg.runOpts,
+		QueueID:      q.id,
+		LimitJobLogs: q.cfg.limitJobLogs,
+		Retention: master.Retention{
+			Keep:        q.cfg.removeFinished < 0,
+			Immediately: q.cfg.removeImmediately(),
+			Period:      q.cfg.removeFinished,
+		},
+	})
+	if err != nil {
+		err = fmt.Errorf("queue %s: review: %w", q.cfg.name, err)
+		q.emit(Event{Type: EventError, Err: err})
+		return ReviewResult{}, err
+	}
+	result := ReviewResult{Reviewed: res.Reviewed, Removed: res.Removed, Local: true}
+	q.log.Debug("reviewed", "orphans", res.Reviewed, "removed", res.Removed)
+	q.emit(Event{Type: EventReviewed, Review: &result})
+	q.wakeProcessing()
+	return result, nil
+}
+
+// reviewEvery runs the Queue Master's review on its interval until Stop.
+func (q *Queue) reviewEvery() {
+	defer q.background.Done()
+	if q.Ready(q.life) != nil {
+		return
+	}
+	master.Every(q.life, q.cfg.masterInterval, func(ctx context.Context) {
+		if _, err := q.review(ctx); err != nil {
+			q.log.Warn("review failed", "err", err)
+		}
+	})
+}
