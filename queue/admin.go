@@ -115,6 +115,7 @@ func (q *Queue) RemoveJob(ctx context.Context, ids ...string) ([]string, error) 
 
 // delete removes jobs known to be valid ids and raises their removed events.
 func (q *Queue) delete(ctx context.Context, ids []string) error {
+	q.noteRemovals(ids)
 	res, err := q.write(ctx, q.whenAllExist(ids, func(jobs r.Term) r.Term { return jobs.Delete() }))
 	if err != nil {
 		return fmt.Errorf("queue %s: remove jobs: %w", q.cfg.name, err)

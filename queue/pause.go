@@ -31,7 +31,12 @@ func (q *Queue) Pause(ctx context.Context, global bool) error {
 			return err
 		}
 	}
-	q.setPaused(true)
+	return q.pause(ctx, global)
+}
+
+// pause pauses this queue; global tells that every queue on the table is pausing.
+func (q *Queue) pause(ctx context.Context, global bool) error {
+	q.setPaused(true, global)
 	q.emit(Event{Type: EventPausing, Global: global})
 	if p := q.processor(); p != nil {
 		if err := p.waitIdle(ctx); err != nil {
@@ -55,16 +60,28 @@ func (q *Queue) Resume(ctx context.Context, global bool) error {
 			return err
 		}
 	}
-	q.setPaused(false)
-	q.wakeProcessing()
-	q.emit(Event{Type: EventResumed, Global: global})
+	q.resume(global)
 	return nil
 }
 
-func (q *Queue) setPaused(paused bool) {
+// resume resumes this queue; global tells that every queue on the table is resuming.
+func (q *Queue) resume(global bool) {
+	q.setPaused(false, global)
+	q.wakeProcessing()
+	q.emit(Event{Type: EventResumed, Global: global})
+}
+
+func (q *Queue) setPaused(paused, global bool) {
 	q.mu.Lock()
-	q.paused = paused
+	q.paused, q.pausedGlobal = paused, global
 	q.mu.Unlock()
+}
+
+// pausedGlobally reports whether the queue is paused by a global pause.
+func (q *Queue) pausedGlobally() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.paused && q.pausedGlobal
 }
 
 // writeState records the queue's global state in the State Document, which every queue on

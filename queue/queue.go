@@ -43,7 +43,11 @@ type Queue struct {
 	concurrency int
 	jobOptions  job.Options
 	paused      bool
-	proc        *processor // nil until Process
+	// pausedGlobal is set when the pause is global.
+	pausedGlobal bool
+	proc         *processor // nil until Process
+	// removed remembers the jobs this queue deleted lately (see noteRemovals).
+	removed map[string]time.Time
 }
 
 // dialTimeout bounds New's dial when its context has no deadline.
@@ -74,6 +78,7 @@ func New(ctx context.Context, cxn *ConnectOptions, opts *Options) (*Queue, error
 		ready:       make(chan struct{}),
 		concurrency: cfg.concurrency,
 		jobOptions:  cfg.jobOptions,
+		removed:     make(map[string]time.Time),
 	}
 	q.log = cfg.logger.With("queue", q.id)
 	q.life, q.endLife = context.WithCancel(context.Background())
@@ -107,7 +112,8 @@ func dial(ctx context.Context, cfg config) (*r.Session, error) {
 	return session, nil
 }
 
-// initialize asserts the database after the init delay and then marks the queue ready.
+// initialize asserts the database after the init delay, opens the changefeed, and then
+// marks the queue ready.
 func (q *Queue) initialize() {
 	defer q.background.Done()
 	defer close(q.ready)
@@ -124,6 +130,14 @@ func (q *Queue) initialize() {
 		q.log.Error("database assertion failed", "err", err)
 		q.emit(Event{Type: EventError, Err: q.readyErr})
 		return
+	}
+	if q.cfg.changeFeed {
+		if err := q.subscribeFirst(q.life); err != nil {
+			q.readyErr = err
+			q.log.Error("opening the changefeed failed", "err", err)
+			q.emit(Event{Type: EventError, Err: q.readyErr})
+			return
+		}
 	}
 	q.log.Debug("ready")
 	q.emit(Event{Type: EventReady})

@@ -1,0 +1,180 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/rjqgo/rethinkdb-job-queue/changefeed"
+	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// ErrInvalidState is the error of an error event raised when the State Document holds a
+// state other than paused, active or reviewed.
+var ErrInvalidState = errors.New("queue: the State Document has an unknown state")
+
+// maxFeedBackoff bounds the wait between attempts to reopen a failed changefeed.
+const maxFeedBackoff = 10 * time.Second
+
+// removalMemory is how long the queue remembers the jobs it deleted, to recognise their
+// deletion when the changefeed reports it.
+const removalMemory = time.Minute
+
+// follow keeps the changefeed open until Stop. When it fails (server restart, network
+// cut) it raises an error event and tries again with backoff, re-asserting the database,
+// table and indexes that a restarted server may have lost; once it is back, the queue
+// claims again and catches up with the State Document, since changes made meanwhile are
+// lost. first receives the outcome of the first subscription, which Ready waits for.
+func (q *Queue) follow(first chan<- error) {
+	defer q.background.Done()
+	backoff := time.Duration(0)
+	opened := false
+	for {
+		subscribed := func() {
+			backoff = 0
+			if !opened {
+				opened = true
+				first <- nil
+				return
+			}
+			q.log.Info("changefeed reopened")
+			q.resync()
+		}
+		err := changefeed.Follow(q.life, q.session, q.table(), q.cfg.runOpts, subscribed, q.onChange)
+		if q.life.Err() != nil {
+			return
+		}
+		err = fmt.Errorf("queue %s: changefeed: %w", q.cfg.name, err)
+		if !opened {
+			first <- err
+			return
+		}
+		q.log.Warn("changefeed failed; reopening", "err", err)
+		q.emit(Event{Type: EventError, Err: err})
+		for {
+			backoff = min(max(2*backoff, 100*time.Millisecond), maxFeedBackoff)
+			select {
+			case <-time.After(backoff):
+			case <-q.life.Done():
+				return
+			}
+			err := dbinit.Assert(q.life, dbinit.Target{Session: q.session, DB: q.cfg.db, Table: q.cfg.name, RunOpts: q.cfg.runOpts})
+			if err == nil {
+				break
+			}
+			if q.life.Err() != nil {
+				return
+			}
+			q.emit(Event{Type: EventError, Err: fmt.Errorf("queue %s: reconnect: %w", q.cfg.name, err)})
+		}
+	}
+}
+
+// resync catches up after the feed was down: claim again, and follow a global pause or
+// resume that happened meanwhile.
+func (q *Queue) resync() {
+	q.wakeProcessing()
+	var state struct {
+		State string `rethinkdb:"state"`
+	}
+	if err := q.readOne(q.life, q.table().Get(job.StateDocumentID).Default(map[string]any{}), &state); err != nil {
+		q.log.Warn("reading the State Document failed", "err", err)
+		return
+	}
+	switch {
+	case state.State == "paused" && !q.Paused():
+		go q.pause(q.life, true)
+	case state.State == "active" && q.pausedGlobally():
+		go q.resume(true)
+	}
+}
+
+// onChange acts on one change of the feed.
+func (q *Queue) onChange(c changefeed.Change) {
+	act := changefeed.Classify(c, q.id)
+	switch act.Kind {
+	case changefeed.Ignore:
+	case changefeed.Paused:
+		go q.pause(q.life, true)
+	case changefeed.Resumed:
+		go q.resume(true)
+	case changefeed.Reviewed:
+		q.emitFrom(act.QueueID, Event{Type: EventReviewed, Review: &ReviewResult{}})
+		q.restartSoon()
+	case changefeed.InvalidState:
+		q.emit(Event{Type: EventError, Err: fmt.Errorf("%w (changed by %s)", ErrInvalidState, act.QueueID)})
+	case changefeed.Removed:
+		if !q.forgetRemoval(act.JobID) {
+			q.emitFrom("", Event{Type: EventRemoved, JobID: act.JobID})
+		}
+	default:
+		q.emitFrom(act.QueueID, Event{Type: EventType(act.Kind), JobID: act.JobID, Progress: act.Progress, IsRepeating: act.IsRepeating})
+		switch act.Kind {
+		case changefeed.Cancelled:
+			if p := q.processor(); p != nil {
+				p.cancelled(act.JobID)
+			}
+		case changefeed.Added:
+			q.restartSoon()
+		}
+	}
+}
+
+// emitFrom raises an event learned from the feed, made by the queue queueID.
+func (q *Queue) emitFrom(queueID string, e Event) {
+	e.QueueID = queueID
+	q.events.publish(e)
+}
+
+// restartSoon claims again after a random 0–1 s, as the original does, so that the queues
+// woken by one change do not all query at once.
+func (q *Queue) restartSoon() {
+	if q.processor() == nil || q.Running() >= q.Concurrency() {
+		return
+	}
+	time.AfterFunc(rand.N(time.Second), q.wakeProcessing)
+}
+
+// noteRemovals remembers jobs this queue deleted, so that their deletion seen on the feed
+// is not raised a second time.
+func (q *Queue) noteRemovals(ids []string) {
+	if !q.cfg.changeFeed {
+		return
+	}
+	now := time.Now()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for id, at := range q.removed {
+		if now.Sub(at) > removalMemory {
+			delete(q.removed, id)
+		}
+	}
+	for _, id := range ids {
+		q.removed[id] = now
+	}
+}
+
+// forgetRemoval reports whether this queue deleted the job, forgetting it.
+func (q *Queue) forgetRemoval(id string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	_, ok := q.removed[id]
+	delete(q.removed, id)
+	return ok
+}
+
+// subscribeFirst opens the changefeed for the first time, for initialize.
+func (q *Queue) subscribeFirst(ctx context.Context) error {
+	first := make(chan error, 1)
+	q.background.Add(1)
+	go q.follow(first)
+	select {
+	case err := <-first:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
