@@ -23,7 +23,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"io"
 	"net"
 	"strconv"
@@ -119,26 +118,46 @@ func (p *Proxy) Reset() {
 	}
 }
 
-// Tally counts the query frames whose JSON contains sub, from now on, over all
-// connections. It tells kinds of queries apart by a key or name only they carry, which
-// is as close as the wire gets to knowing which code sent them. sub must not be empty.
-func (p *Proxy) Tally(sub string) *Tally {
-	t := &Tally{sub: []byte(sub)}
+// Tally counts the query frames whose JSON contains every one of subs, from now on, over
+// all connections. It tells kinds of queries apart by keys or names that only they carry
+// together, which is as close as the wire gets to knowing which code sent them. It panics
+// without a non-empty string to look for.
+func (p *Proxy) Tally(subs ...string) *Tally {
+	t := &Tally{}
+	for _, s := range subs {
+		if s == "" {
+			panic("wirecount: Tally of an empty string")
+		}
+		t.subs = append(t.subs, []byte(s))
+	}
+	if len(t.subs) == 0 {
+		panic("wirecount: Tally of nothing")
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.tallies = append(p.tallies, t)
 	return t
 }
 
-// Tally is a count of the query frames that contain a string; see Proxy.Tally.
+// Tally is a count of the query frames that contain a set of strings; see Proxy.Tally.
 type Tally struct {
-	sub []byte
-	n   atomic.Uint64
+	subs [][]byte
+	n    atomic.Uint64
 }
 
-// Count returns how many query frames contained the string since the Tally was made or
+// Count returns how many query frames contained the strings since the Tally was made or
 // the proxy last Reset.
 func (t *Tally) Count() uint64 { return t.n.Load() }
+
+// matches reports whether body contains every string of the tally.
+func (t *Tally) matches(body []byte) bool {
+	for _, s := range t.subs {
+		if !bytes.Contains(body, s) {
+			return false
+		}
+	}
+	return true
+}
 
 // Close stops accepting, closes every open connection in both directions and waits for
 // the proxy's goroutines to end. Clients see their connections drop. Calling Close again
@@ -189,11 +208,9 @@ func (p *Proxy) accept() {
 	for {
 		c, err := p.ln.Accept()
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			return // closed by Close
+			// Closed by Close, or out of file descriptors: a test proxy then stops taking
+			// clients, which fail to connect and say so, rather than spin here.
+			return
 		}
 		if !p.track(c, true) {
 			return
@@ -214,7 +231,6 @@ func (p *Proxy) serve(client net.Conn) {
 		return
 	}
 	if !p.track(server, true) {
-		p.wg.Done() // track counted no goroutine when it refused
 		return
 	}
 	defer p.untrack(server)
@@ -232,7 +248,7 @@ func (p *Proxy) serve(client net.Conn) {
 // forwardQueries copies the client's bytes to the server, counting each query frame
 // before the bytes that complete it are written.
 func (p *Proxy) forwardQueries(client, server net.Conn) {
-	var ps parser
+	ps := parser{wants: p.wantsBodies}
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := client.Read(buf)
@@ -259,7 +275,7 @@ func (p *Proxy) count(typ int, body []byte) {
 	tallies := p.tallies
 	p.mu.Unlock()
 	for _, t := range tallies {
-		if bytes.Contains(body, t.sub) {
+		if t.matches(body) {
 			t.n.Add(1)
 		}
 	}
