@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -264,4 +265,83 @@ func tail(b []byte) string {
 		b = b[len(b)-keep:]
 	}
 	return string(b)
+}
+
+// Restartable is a reqlite server of one test's own, which the test may stop and start
+// again on the same port, as a server restart or crash would. Like any reqlite restart, it
+// comes back empty.
+type Restartable struct {
+	Server
+	dir  string
+	mu   sync.Mutex
+	stop func() // nil while stopped
+}
+
+// Private starts a Restartable server for tb, stopped when tb ends. It skips tb when
+// reqlite cannot be installed here (no Node.js).
+func Private(tb testing.TB) *Restartable {
+	tb.Helper()
+	for _, tool := range []string{"node", "npm", "patch"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			tb.Skipf("a private server needs reqlite, which needs %s on PATH", tool)
+		}
+	}
+	kit, err := findKit()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	dir, err := install(kit)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := &Restartable{dir: dir}
+	for range 5 {
+		port, err := freePort()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		srv, stop, err := launch(dir, port)
+		if errors.Is(err, errPortTaken) {
+			continue
+		}
+		if err != nil {
+			tb.Fatal(err)
+		}
+		s.Server, s.stop = srv, stop
+		tb.Cleanup(s.Stop)
+		return s
+	}
+	tb.Fatal("reqlite: no free port after 5 tries")
+	return nil
+}
+
+// Stop kills the server; connections to it break at once.
+func (s *Restartable) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stop != nil {
+		s.stop()
+		s.stop = nil
+	}
+}
+
+// Start starts the server again on its port, empty.
+func (s *Restartable) Start(tb testing.TB) {
+	tb.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stop != nil {
+		return
+	}
+	var err error
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		// The port may be held a moment longer by the killed process's sockets.
+		if _, s.stop, err = launch(s.dir, s.Port); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		tb.Fatalf("restart reqlite on %s: %v", s.Addr, err)
+	}
 }
