@@ -1,0 +1,34 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testserver"
+	"github.com/rjqgo/rethinkdb-job-queue/queue"
+)
+
+func TestMain(m *testing.M) { testserver.Main(m) }
+
+func TestTheMasterBringsBackTheDeadWorkersJob(t *testing.T) {
+	srv := testserver.Get(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	require.NoError(t, run(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: testserver.DB(t)}, &out, 4))
+	text := out.String()
+	victim := regexp.MustCompile(`^worker 0 died while running job ([0-9a-f-]{36})\n`).FindStringSubmatch(text)
+	require.Len(t, victim, 2, text)
+	id := regexp.QuoteMeta(victim[1])
+	// The review and the second run are printed by different goroutines, in either order.
+	assert.Regexp(t, `(?m)^master reviewed the queue: 1 orphaned job failed for a retry$`, text)
+	assert.Regexp(t, `(?m)^worker [12] runs job `+id+` again \(process count 2, retry count 1\)$`, text)
+	assert.Regexp(t, `(?m)^job `+id+` completed after all$`, text)
+	assert.Regexp(t, `all 4 jobs completed\n$`, text)
+}

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testserver"
+	"github.com/rjqgo/rethinkdb-job-queue/queue"
+)
+
+func TestMain(m *testing.M) { testserver.Main(m) }
+
+func TestTheAdderSeesTheWorkersEvents(t *testing.T) {
+	srv := testserver.Get(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	require.NoError(t, run(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: testserver.DB(t)}, &out, 2))
+	text := out.String()
+	assert.Equal(t, 2, strings.Count(text, "completed "), text)
+	assert.Equal(t, 2, strings.Count(text, "active "), text)
+	assert.Equal(t, 2, strings.Count(text, "from worker (local: false): 50%"), text)
+	assert.NotContains(t, text, "local: true", "the adder only hears the worker, through the feed")
+}
