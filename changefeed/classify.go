@@ -51,6 +51,9 @@ type Action struct {
 	Progress float64
 	// IsRepeating tells, for Completed, whether the job runs again.
 	IsRepeating bool
+	// Claimable is true when the change made a job waiting or failed (added, reanimated,
+	// passed back, failed for a retry): a queue with free slots should claim again.
+	Claimable bool
 }
 
 // Classify applies the original library's rules to a change seen by the queue self.
@@ -79,6 +82,7 @@ func Classify(c Change, self string) Action {
 	act := Action{QueueID: queueID, JobID: str(c.New, "id")}
 	newJob, oldJob := isJob(c.New), isJob(c.Old)
 	newStatus, oldStatus := status(c.New, newJob), status(c.Old, oldJob)
+	act.Claimable = (newStatus == job.Waiting || newStatus == job.Failed) && newStatus != oldStatus
 	switch {
 	case newJob && !oldJob:
 		act.Kind = Added

@@ -40,7 +40,7 @@ func TestClassify(t *testing.T) {
 		change Change
 		want   Action
 	}{
-		{"added", Change{New: doc(nil)}, Action{Kind: Added, QueueID: other, JobID: id}},
+		{"added", Change{New: doc(nil)}, Action{Kind: Added, QueueID: other, JobID: id, Claimable: true}},
 		{"added by self", Change{New: doc(map[string]any{"queueId": self})}, Action{}},
 		{"active", Change{Old: doc(nil), New: doc(map[string]any{"status": "active"})}, Action{Kind: Active, QueueID: other, JobID: id}},
 		{"progress", Change{Old: doc(map[string]any{"status": "active"}), New: doc(map[string]any{"status": "active", "progress": float64(40)})},
@@ -60,12 +60,15 @@ func TestClassify(t *testing.T) {
 		{"cancelled", Change{Old: doc(map[string]any{"status": "active"}), New: doc(map[string]any{"status": "cancelled"})},
 			Action{Kind: Cancelled, QueueID: other, JobID: id}},
 		{"failed", Change{Old: doc(map[string]any{"status": "active", "progress": float64(30)}), New: doc(map[string]any{"status": "failed"})},
-			Action{Kind: Failed, QueueID: other, JobID: id}},
+			Action{Kind: Failed, QueueID: other, JobID: id, Claimable: true}},
 		{"terminated", Change{Old: doc(map[string]any{"status": "active"}), New: doc(map[string]any{"status": "terminated"})},
 			Action{Kind: Terminated, QueueID: other, JobID: id}},
 		{"log", Change{Old: doc(nil), New: doc(map[string]any{"log": twoLogs()})}, Action{Kind: Log, QueueID: other, JobID: id}},
-		{"back to waiting with a log entry is a log change", Change{
+		{"back to waiting with a log entry is a log change, and claimable", Change{
 			Old: doc(map[string]any{"status": "cancelled"}), New: doc(map[string]any{"status": "waiting", "log": twoLogs()})},
+			Action{Kind: Log, QueueID: other, JobID: id, Claimable: true}},
+		{"a waiting job that stays waiting is not claimable again", Change{
+			Old: doc(nil), New: doc(map[string]any{"log": twoLogs()})},
 			Action{Kind: Log, QueueID: other, JobID: id}},
 		{"nothing the rules cover", Change{Old: doc(nil), New: doc(map[string]any{"name": "renamed"})}, Action{QueueID: other, JobID: id}},
 		{"changed by self", Change{Old: doc(nil), New: doc(map[string]any{"status": "active", "queueId": self})}, Action{}},

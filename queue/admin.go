@@ -30,23 +30,31 @@ func (q *Queue) CancelJob(ctx context.Context, reason string, ids ...string) ([]
 	return q.cancel(ctx, reason, ids)
 }
 
-// cancel cancels jobs known to be valid ids, without the checks of a public call: the
-// processor cancels through it too. A job running here has its handler's context
-// cancelled.
+// cancel cancels jobs known to be valid ids, without the checks of a public call. A job
+// running here has its handler's context cancelled.
 func (q *Queue) cancel(ctx context.Context, reason string, ids []string) ([]string, error) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	err := q.updateAll(ctx, "cancel", ids, func(row r.Term) any {
-		entry, trunc := q.rowLog(row, now, reason, job.Cancelled)
-		return map[string]any{
-			"status":       string(job.Cancelled),
-			"dateFinished": now,
-			"log":          q.appendLog(row.Field("log"), entry, trunc),
-			"queueId":      q.id,
-		}
-	})
+	err := q.updateAll(ctx, "cancel", ids, func(row r.Term) any { return q.cancelFields(row, now, reason) })
 	if err != nil {
 		return nil, err
 	}
+	return ids, q.cancelled(ctx, ids)
+}
+
+// cancelFields is the update that cancels the job row.
+func (q *Queue) cancelFields(row r.Term, now time.Time, reason string) map[string]any {
+	entry, trunc := q.rowLog(row, now, reason, job.Cancelled)
+	return map[string]any{
+		"status":       string(job.Cancelled),
+		"dateFinished": now,
+		"log":          q.appendLog(row.Field("log"), entry, trunc),
+		"queueId":      q.id,
+	}
+}
+
+// cancelled follows the cancel of jobs: their handlers here are cancelled, their events
+// raised, and they are removed when finished jobs go at once.
+func (q *Queue) cancelled(ctx context.Context, ids []string) error {
 	p := q.processor()
 	for _, id := range ids {
 		if p != nil {
@@ -55,11 +63,9 @@ func (q *Queue) cancel(ctx context.Context, reason string, ids []string) ([]stri
 		q.emit(Event{Type: EventCancelled, JobID: id})
 	}
 	if q.cfg.removeImmediately() {
-		if err := q.delete(ctx, ids); err != nil {
-			return ids, err
-		}
+		return q.delete(ctx, ids)
 	}
-	return ids, nil
+	return nil
 }
 
 // ReanimateJob puts the jobs with the given ids back in the queue, whatever their status:

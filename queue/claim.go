@@ -3,6 +3,7 @@ package queue
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -78,48 +79,62 @@ func (q *Queue) claimUpdate(row r.Term) any {
 	}, nil)
 }
 
-// claim runs the claim query and returns the claimed jobs in processing order, and when
-// the next job becomes due (zero when unknown).
-func (q *Queue) claim(ctx context.Context, n int) (jobs []*job.Job, candidates int, nextIn time.Duration, err error) {
+// claimed is what one claim got.
+type claimed struct {
+	// jobs are the claimed jobs in processing order.
+	jobs []*job.Job
+	// candidates is how many due jobs the query found.
+	candidates int
+	// nextIn is when the next delayed job falls due; zero when unknown.
+	nextIn time.Duration
+	// unreadable reports due documents the claim could not switch to active, or switched
+	// but cannot read as jobs (those stay active for the Master's review); the others run.
+	unreadable error
+}
+
+// claim runs the claim query.
+func (q *Queue) claim(ctx context.Context, n int) (claimed, error) {
 	var res claimResult
 	if err := q.readOne(ctx, q.claimTerm(n), &res); err != nil {
-		return nil, 0, 0, fmt.Errorf("queue %s: claim jobs: %w", q.cfg.name, err)
+		return claimed{}, fmt.Errorf("queue %s: claim jobs: %w", q.cfg.name, err)
 	}
+	c := claimed{candidates: res.Candidates}
+	var unreadable []error
 	if res.Claim.Errors > 0 {
-		return nil, 0, 0, fmt.Errorf("queue %s: claim jobs: rethinkdb: %s", q.cfg.name, res.Claim.FirstError)
+		unreadable = append(unreadable, fmt.Errorf("rethinkdb: %s", res.Claim.FirstError))
 	}
-	type claimed struct {
+	type entry struct {
 		j   *job.Job
 		key job.Job // the job before the claim, for its place in the index
 	}
-	list := make([]claimed, 0, len(res.Claim.Changes))
-	for _, c := range res.Claim.Changes {
-		newDoc, ok1 := c.NewValue.(map[string]any)
-		oldDoc, ok2 := c.OldValue.(map[string]any)
-		if !ok1 || !ok2 {
-			continue
-		}
+	list := make([]entry, 0, len(res.Claim.Changes))
+	for _, ch := range res.Claim.Changes {
+		newDoc, _ := ch.NewValue.(map[string]any)
+		oldDoc, _ := ch.OldValue.(map[string]any)
 		j, err := job.FromDocument(q.store(), newDoc)
-		if err != nil {
-			return nil, 0, 0, fmt.Errorf("queue %s: read claimed job: %w", q.cfg.name, err)
+		if err == nil {
+			var before *job.Job
+			if before, err = job.FromDocument(nil, oldDoc); err == nil {
+				list = append(list, entry{j, *before})
+				continue
+			}
 		}
-		before, err := job.FromDocument(nil, oldDoc)
-		if err != nil {
-			return nil, 0, 0, fmt.Errorf("queue %s: read claimed job: %w", q.cfg.name, err)
-		}
-		list = append(list, claimed{j, *before})
+		unreadable = append(unreadable, err)
 	}
-	slices.SortFunc(list, func(a, b claimed) int {
+	slices.SortFunc(list, func(a, b entry) int {
 		return cmp.Or(cmp.Compare(a.key.Priority, b.key.Priority),
 			a.key.DateEnable.Compare(b.key.DateEnable),
 			a.key.DateCreated.Compare(b.key.DateCreated))
 	})
-	jobs = make([]*job.Job, len(list))
-	for i, c := range list {
-		jobs[i] = c.j
+	c.jobs = make([]*job.Job, len(list))
+	for i, e := range list {
+		c.jobs[i] = e.j
 	}
 	if res.NextIn != nil {
-		nextIn = max(time.Duration(*res.NextIn*float64(time.Second)), time.Millisecond)
+		c.nextIn = max(time.Duration(*res.NextIn*float64(time.Second)), time.Millisecond)
 	}
-	return jobs, res.Candidates, nextIn, nil
+	if len(unreadable) > 0 {
+		c.unreadable = fmt.Errorf("queue %s: claim jobs: %w", q.cfg.name, errors.Join(unreadable...))
+	}
+	return c, nil
 }

@@ -29,7 +29,7 @@ const removalMemory = time.Minute
 // claims again and catches up with the State Document, since changes made meanwhile are
 // lost. first receives the outcome of the first subscription, which Ready waits for.
 func (q *Queue) follow(first chan<- error) {
-	defer q.background.Done()
+	defer q.feedDone.Done()
 	backoff := time.Duration(0)
 	opened := false
 	for {
@@ -43,8 +43,8 @@ func (q *Queue) follow(first chan<- error) {
 			q.log.Info("changefeed reopened")
 			q.resync()
 		}
-		err := changefeed.Follow(q.life, q.session, q.table(), q.cfg.runOpts, subscribed, q.onChange)
-		if q.life.Err() != nil {
+		err := changefeed.Follow(q.feedLife, q.session, q.table(), q.cfg.runOpts, subscribed, q.onChange)
+		if q.feedLife.Err() != nil {
 			return
 		}
 		err = fmt.Errorf("queue %s: changefeed: %w", q.cfg.name, err)
@@ -58,14 +58,14 @@ func (q *Queue) follow(first chan<- error) {
 			backoff = min(max(2*backoff, 100*time.Millisecond), maxFeedBackoff)
 			select {
 			case <-time.After(backoff):
-			case <-q.life.Done():
+			case <-q.feedLife.Done():
 				return
 			}
-			err := dbinit.Assert(q.life, dbinit.Target{Session: q.session, DB: q.cfg.db, Table: q.cfg.name, RunOpts: q.cfg.runOpts})
+			err := dbinit.Assert(q.feedLife, dbinit.Target{Session: q.session, DB: q.cfg.db, Table: q.cfg.name, RunOpts: q.cfg.runOpts})
 			if err == nil {
 				break
 			}
-			if q.life.Err() != nil {
+			if q.feedLife.Err() != nil {
 				return
 			}
 			q.emit(Event{Type: EventError, Err: fmt.Errorf("queue %s: reconnect: %w", q.cfg.name, err)})
@@ -73,23 +73,36 @@ func (q *Queue) follow(first chan<- error) {
 	}
 }
 
-// resync catches up after the feed was down: claim again, and follow a global pause or
-// resume that happened meanwhile.
+// resync catches up after the feed was down, since the changes made meanwhile are lost:
+// it ends the runs of jobs cancelled or taken away meanwhile, follows a global pause or
+// resume, and claims again.
 func (q *Queue) resync() {
-	q.wakeProcessing()
+	if p := q.processor(); p != nil {
+		if err := p.dropDisowned(q.feedLife); err != nil {
+			q.log.Warn("checking the running jobs failed", "err", err)
+		}
+	}
 	var state struct {
 		State string `rethinkdb:"state"`
 	}
-	if err := q.readOne(q.life, q.table().Get(job.StateDocumentID).Default(map[string]any{}), &state); err != nil {
+	if err := q.readOne(q.feedLife, q.table().Get(job.StateDocumentID).Default(map[string]any{}), &state); err != nil {
 		q.log.Warn("reading the State Document failed", "err", err)
-		return
 	}
 	switch {
 	case state.State == "paused" && !q.Paused():
-		go q.pause(q.life, true)
+		q.pauseGlobally()
 	case state.State == "active" && q.pausedGlobally():
-		go q.resume(true)
+		q.resume(true)
 	}
+	q.wakeProcessing()
+}
+
+// pauseGlobally follows a global pause: the queue is paused before the next change is
+// read, so that a resume right behind it cannot be overtaken; the paused event follows
+// when its running jobs are done.
+func (q *Queue) pauseGlobally() {
+	q.beginPause(true)
+	go func() { _ = q.finishPause(q.feedLife, true) }()
 }
 
 // onChange acts on one change of the feed.
@@ -98,9 +111,9 @@ func (q *Queue) onChange(c changefeed.Change) {
 	switch act.Kind {
 	case changefeed.Ignore:
 	case changefeed.Paused:
-		go q.pause(q.life, true)
+		q.pauseGlobally()
 	case changefeed.Resumed:
-		go q.resume(true)
+		q.resume(true)
 	case changefeed.Reviewed:
 		q.emitFrom(act.QueueID, Event{Type: EventReviewed, Review: &ReviewResult{}})
 		q.restartSoon()
@@ -112,14 +125,14 @@ func (q *Queue) onChange(c changefeed.Change) {
 		}
 	default:
 		q.emitFrom(act.QueueID, Event{Type: EventType(act.Kind), JobID: act.JobID, Progress: act.Progress, IsRepeating: act.IsRepeating})
-		switch act.Kind {
-		case changefeed.Cancelled:
+		if act.Kind == changefeed.Cancelled {
 			if p := q.processor(); p != nil {
 				p.cancelled(act.JobID)
 			}
-		case changefeed.Added:
-			q.restartSoon()
 		}
+	}
+	if act.Claimable {
+		q.restartSoon()
 	}
 }
 
@@ -169,7 +182,7 @@ func (q *Queue) forgetRemoval(id string) bool {
 // subscribeFirst opens the changefeed for the first time, for initialize.
 func (q *Queue) subscribeFirst(ctx context.Context) error {
 	first := make(chan error, 1)
-	q.background.Add(1)
+	q.feedDone.Add(1)
 	go q.follow(first)
 	select {
 	case err := <-first:

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
@@ -25,22 +26,36 @@ func (s jobStore) UpdateJob(ctx context.Context, j *job.Job, e job.LogEntry) err
 	if err := s.q.beginJob(ctx); err != nil {
 		return err
 	}
-	return s.q.updateJob(ctx, j, e)
+	return s.q.updateJob(ctx, j, e, 0)
 }
 
-// updateJob is UpdateJob without the checks of a call, for the processor too.
-func (q *Queue) updateJob(ctx context.Context, j *job.Job, e job.LogEntry) error {
+// errNotOwned reports a write of a run's outcome that found the job changed by another
+// party (cancelled, recovered by a review, claimed again), which it leaves alone.
+var errNotOwned = errors.New("the job changed elsewhere while it ran")
+
+// updateJob is UpdateJob without the checks of a call, for the processor too. A positive
+// owner writes only while the job is still active in the run that made that processCount
+// (errNotOwned otherwise).
+func (q *Queue) updateJob(ctx context.Context, j *job.Job, e job.LogEntry, owner int) error {
 	j.QueueID = q.id
 	doc := j.Document()
 	trunc := job.TruncatedLog(j, q.id, q.cfg.limitJobLogs, j.Status)
 	term := q.table().Get(j.ID).Replace(func(old r.Term) any {
 		entry := r.Expr(e.Document()).Merge(map[string]any{"data": old.Without("log")})
+		owned := r.Expr(true)
+		if owner > 0 {
+			owned = ownedBy(old, owner)
+		}
 		return r.Branch(old.Eq(nil), nil,
-			r.Expr(doc).Merge(map[string]any{"log": q.appendLog(r.Expr(doc["log"]), entry, trunc.Document())}))
+			owned, r.Expr(doc).Merge(map[string]any{"log": q.appendLog(r.Expr(doc["log"]), entry, trunc.Document())}),
+			old)
 	}, r.ReplaceOpts{ReturnChanges: true})
 	res, err := q.write(ctx, term)
 	if err != nil {
 		return fmt.Errorf("queue %s: update job %s: %w", q.cfg.name, j.ID, err)
+	}
+	if res.Unchanged > 0 {
+		return fmt.Errorf("queue %s: update job %s: %w", q.cfg.name, j.ID, errNotOwned)
 	}
 	if err := q.refresh(j, res); err != nil {
 		return err
@@ -71,8 +86,8 @@ func (s jobStore) AddLog(ctx context.Context, j *job.Job, e job.LogEntry) error 
 	return nil
 }
 
-// UpdateProgress implements job.Store. The job must be active in the database too: a job
-// cancelled or failed elsewhere is left alone.
+// UpdateProgress implements job.Store. The job must be active in the database too, in the
+// same run: a job cancelled, failed or claimed again elsewhere is left alone.
 func (s jobStore) UpdateProgress(ctx context.Context, j *job.Job, percent float64) error {
 	q := s.q
 	if err := q.beginJob(ctx); err != nil {
@@ -82,7 +97,7 @@ func (s jobStore) UpdateProgress(ctx context.Context, j *job.Job, percent float6
 	trunc := job.TruncatedLog(j, q.id, q.cfg.limitJobLogs, job.Active)
 	term := q.table().Get(j.ID).Update(func(row r.Term) any {
 		entry := r.Expr(e.Document()).Merge(map[string]any{"data": row.Field("progress")})
-		return r.Branch(row.Field("status").Eq(string(job.Active)), map[string]any{
+		return r.Branch(ownedBy(row, j.ProcessCount), map[string]any{
 			"queueId":    q.id,
 			"progress":   percent,
 			"dateEnable": r.Now().Add(row.Field("timeout").Div(1000)).Add(row.Field("retryDelay").Div(1000).Mul(row.Field("retryCount"))),
@@ -96,14 +111,21 @@ func (s jobStore) UpdateProgress(ctx context.Context, j *job.Job, percent float6
 	if res.Unchanged > 0 {
 		return fmt.Errorf("%w: job %s in the database", job.ErrNotActive, j.ID)
 	}
+	run := j.ProcessCount
 	if err := q.refresh(j, res); err != nil {
 		return err
 	}
 	if p := q.processor(); p != nil {
-		p.touched(j.ID)
+		p.touched(j.ID, run)
 	}
 	q.emit(Event{Type: EventProgress, JobID: j.ID, Progress: percent})
 	return nil
+}
+
+// ownedBy is true while the job doc is active in the run that made the processCount'th
+// claim: nobody cancelled it, failed it in a review, or claimed it again since.
+func ownedBy(doc r.Term, processCount int) r.Term {
+	return doc.Field("status").Eq(string(job.Active)).And(doc.Field("processCount").Eq(processCount))
 }
 
 // refresh replaces j's fields with the stored document a write returned, so that the

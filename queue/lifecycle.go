@@ -36,12 +36,15 @@ func (q *Queue) Reset(ctx context.Context) (int, error) {
 //
 // When ctx ends first, the running handlers' contexts are cancelled with cause ErrStopped
 // and Stop returns ctx's error; the queue is stopped all the same, and the jobs still
-// active are recovered by the Queue Master's review like those of a crashed process.
+// active are recovered by the Queue Master's review like those of a crashed process. A
+// handler that calls Stop must give it a context that ends: Stop waits for that handler.
 func (q *Queue) Stop(ctx context.Context) error {
 	return q.shutdown(ctx, nil)
 }
 
-// Drop stops the queue like Stop and then deletes its table with every job in it.
+// Drop stops the queue like Stop and then deletes its table with every job in it. Stop
+// every other queue on the table first: a running queue whose changefeed breaks re-creates
+// its table, as it would after a server restart.
 func (q *Queue) Drop(ctx context.Context) error {
 	return q.shutdown(ctx, func() error {
 		if _, err := q.write(ctx, r.DB(q.cfg.db).TableDrop(q.cfg.name)); err != nil {
@@ -65,7 +68,15 @@ func (q *Queue) shutdown(ctx context.Context, last func() error) error {
 	q.endLife()
 	waitErr := wait(ctx, q.ops.Wait, q.background.Wait)
 	if p := q.processor(); p != nil {
-		waitErr = errors.Join(waitErr, p.stop(ctx))
+		if waitErr == nil {
+			waitErr = p.stop(ctx)
+		} else {
+			p.abort(ErrStopped)
+		}
+	}
+	q.endFeed()
+	if waitErr == nil {
+		waitErr = wait(ctx, q.feedDone.Wait)
 	}
 	q.mu.Lock()
 	q.closed = true
@@ -82,10 +93,7 @@ func (q *Queue) shutdown(ctx context.Context, last func() error) error {
 	q.emit(Event{Type: EventStopped})
 	q.emit(Event{Type: EventDetached})
 	q.events.close()
-	if waitErr != nil {
-		return waitErr
-	}
-	return lastErr
+	return errors.Join(waitErr, lastErr)
 }
 
 // wait runs each wait function in turn and returns early with ctx's error if ctx ends first.

@@ -92,8 +92,7 @@ func (p *processor) write(rn *run, o outcome) {
 	q, id := p.q, rn.claimed.ID
 	trunc := job.TruncatedLog(&rn.claimed, q.id, q.cfg.limitJobLogs, o.t.Status)
 	update := func(row r.Term) any {
-		owned := row.Field("status").Eq(string(job.Active)).And(row.Field("processCount").Eq(rn.claimed.ProcessCount))
-		return r.Branch(owned, map[string]any{
+		return r.Branch(ownedBy(row, rn.claimed.ProcessCount), map[string]any{
 			"status":       string(o.t.Status),
 			"dateEnable":   o.t.DateEnable,
 			"dateFinished": o.now,
@@ -129,10 +128,23 @@ func (p *processor) write(rn *run, o outcome) {
 	}
 }
 
-// cancelledByHandler cancels a job whose handler returned job.Cancel(reason).
+// cancelledByHandler cancels a job whose handler returned job.Cancel(reason), if the run
+// still owns it.
 func (p *processor) cancelledByHandler(rn *run, reason string) {
-	if _, err := p.q.cancel(p.hard, reason, []string{rn.claimed.ID}); err != nil {
-		p.q.emit(Event{Type: EventError, JobID: rn.claimed.ID, Err: err})
+	q, id := p.q, rn.claimed.ID
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	res, err := q.write(p.hard, q.table().Get(id).Update(func(row r.Term) any {
+		return r.Branch(ownedBy(row, rn.claimed.ProcessCount), q.cancelFields(row, now, reason), nil)
+	}))
+	switch {
+	case err != nil:
+		q.emit(Event{Type: EventError, JobID: id, Err: fmt.Errorf("queue %s: cancel job %s: %w", q.cfg.name, id, err)})
+	case res.Replaced == 0:
+		q.log.Info("job changed elsewhere while it ran; its cancel is dropped", "job", id)
+	default:
+		if err := q.cancelled(p.hard, []string{id}); err != nil {
+			q.emit(Event{Type: EventError, JobID: id, Err: err})
+		}
 	}
 }
 
@@ -144,17 +156,61 @@ func (p *processor) passBack(rn *run) {
 	}
 	j.Log = append(j.Log, job.NewLog(j, q.id, map[string]any{}, job.MessagePassBack, job.Information, ""))
 	e := job.NewLog(j, q.id, nil, job.MessageUpdated, job.Information, "")
-	if err := q.updateJob(p.hard, j, e); err != nil {
+	switch err := q.updateJob(p.hard, j, e, rn.claimed.ProcessCount); {
+	case errors.Is(err, errNotOwned):
+		q.log.Info("job changed elsewhere while it ran; it is not passed back", "job", j.ID)
+	case err != nil:
 		q.emit(Event{Type: EventError, JobID: j.ID, Err: err})
 	}
 }
 
-// stopProcessing ends the processor for Stop: it waits for running jobs until ctx ends,
-// then cancels them with cause ErrStopped.
+// stop ends the processor for Stop: it waits for the running jobs and their handlers
+// (also those that outlived their run, past a timeout) until ctx ends, and then cancels
+// them with cause ErrStopped.
 func (p *processor) stop(ctx context.Context) error {
 	err := p.waitIdle(ctx)
+	if err == nil {
+		err = wait(ctx, p.handlers.Wait)
+	}
 	if err != nil {
 		p.abort(ErrStopped)
 	}
 	return err
+}
+
+// dropDisowned ends the runs whose jobs are no longer theirs in the database (cancelled,
+// removed, recovered by a review), as their handlers' contexts would have been had the
+// feed not been down.
+func (p *processor) dropDisowned(ctx context.Context) error {
+	p.mu.Lock()
+	runs := make([]*run, 0, len(p.running))
+	ids := make([]any, 0, len(p.running))
+	for rn := range p.running {
+		runs = append(runs, rn)
+		ids = append(ids, rn.claimed.ID)
+	}
+	p.mu.Unlock()
+	if len(ids) == 0 {
+		return nil
+	}
+	var docs []struct {
+		ID           string `rethinkdb:"id"`
+		Status       string `rethinkdb:"status"`
+		ProcessCount int    `rethinkdb:"processCount"`
+	}
+	if err := p.q.readAll(ctx, p.q.table().GetAll(ids...).Pluck("id", "status", "processCount"), &docs); err != nil {
+		return err
+	}
+	owned := make(map[string]int, len(docs))
+	for _, d := range docs {
+		if d.Status == string(job.Active) {
+			owned[d.ID] = d.ProcessCount
+		}
+	}
+	for _, rn := range runs {
+		if pc, ok := owned[rn.claimed.ID]; !ok || pc != rn.claimed.ProcessCount {
+			p.settle(rn, func() { rn.cancel(job.ErrCancelled) })
+		}
+	}
+	return nil
 }

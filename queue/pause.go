@@ -19,7 +19,8 @@ func (q *Queue) Paused() bool {
 // Pause stops the queue claiming jobs and returns once its running jobs have finished, or
 // ctx has ended (they go on running then; the queue stays paused). With global true, every
 // queue on the table is paused too, through the State Document. Events: pausing, then
-// paused.
+// paused. A handler that calls it must give it a context that ends: Pause waits for that
+// handler too.
 func (q *Queue) Pause(ctx context.Context, global bool) error {
 	end, err := q.begin(ctx)
 	if err != nil {
@@ -36,8 +37,18 @@ func (q *Queue) Pause(ctx context.Context, global bool) error {
 
 // pause pauses this queue; global tells that every queue on the table is pausing.
 func (q *Queue) pause(ctx context.Context, global bool) error {
+	q.beginPause(global)
+	return q.finishPause(ctx, global)
+}
+
+// beginPause stops the queue claiming.
+func (q *Queue) beginPause(global bool) {
 	q.setPaused(true, global)
 	q.emit(Event{Type: EventPausing, Global: global})
+}
+
+// finishPause waits for the running jobs, and for a claim under way and its jobs.
+func (q *Queue) finishPause(ctx context.Context, global bool) error {
 	if p := q.processor(); p != nil {
 		if err := p.waitIdle(ctx); err != nil {
 			return err

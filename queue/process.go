@@ -48,6 +48,12 @@ type PanicError struct {
 
 func (e *PanicError) Error() string { return fmt.Sprintf("handler panicked: %v", e.Value) }
 
+// Unwrap returns the panic value when it is an error, for errors.Is and errors.As.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
 // maxClaimBackoff bounds the wait between claims that fail (database unreachable, say).
 const maxClaimBackoff = 30 * time.Second
 
@@ -63,9 +69,14 @@ type processor struct {
 	hard  context.Context
 	abort context.CancelCauseFunc
 
-	mu      sync.Mutex
-	running map[string]*run
-	// drained is closed and replaced each time a run ends, for waitIdle.
+	mu sync.Mutex
+	// running holds the runs in progress. It is keyed by run, not job id: a job can be
+	// claimed again, by this queue too, while its previous run is still being settled.
+	running map[*run]struct{}
+	// claiming is set while a claim query is out, whose jobs will start running: Pause and
+	// Stop wait for it as for a run.
+	claiming bool
+	// drained is closed and replaced each time a run ends or a claim returns, for waitIdle.
 	drained chan struct{}
 	// handlers counts handler goroutines, which may outlive their run (a handler that
 	// ignores its cancelled context).
@@ -104,7 +115,7 @@ func (q *Queue) Process(handler Handler) error {
 		q:       q,
 		handler: handler,
 		wake:    make(chan struct{}, 1),
-		running: make(map[string]*run),
+		running: make(map[*run]struct{}),
 		drained: make(chan struct{}),
 	}
 	p.hard, p.abort = context.WithCancelCause(context.Background())
@@ -161,12 +172,12 @@ func (p *processor) loop() {
 		case <-timer.C:
 		}
 		next, err := p.tick()
-		if err != nil {
+		if err != nil && q.life.Err() == nil {
 			backoff = min(max(2*backoff, 100*time.Millisecond), maxClaimBackoff)
 			next = backoff
 			q.log.Warn("claiming jobs failed", "err", err, "retry in", backoff)
 			q.emit(Event{Type: EventError, Err: err})
-		} else {
+		} else if err == nil {
 			backoff = 0
 		}
 		timer.Stop()
@@ -180,32 +191,75 @@ func (p *processor) loop() {
 // again: 0 for at once, a positive wait for the next delayed job, -1 to wait for a wake.
 func (p *processor) tick() (time.Duration, error) {
 	q := p.q
-	if q.Paused() {
+	free, ok := p.beginClaim()
+	if !ok {
 		return -1, nil
 	}
-	free := q.Concurrency() - p.runningCount()
-	if free < 1 {
-		return -1, nil
-	}
-	jobs, candidates, nextIn, err := q.claim(q.life, free)
-	if err != nil {
-		return 0, err
-	}
-	for _, j := range jobs {
+	// The claim must not be cut off by Stop: the server would still switch the jobs to
+	// active, and with the answer lost they would wait for the Master's review. Stop waits
+	// for the loop instead, and then for the jobs claimed here.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(q.life), claimTimeout)
+	c, err := q.claim(ctx, free)
+	cancel()
+	for _, j := range c.jobs {
 		q.emit(Event{Type: EventActive, JobID: j.ID})
 		p.start(j)
 	}
+	p.endClaim()
+	if err != nil {
+		return 0, err
+	}
+	if c.unreadable != nil {
+		// Documents this library cannot read or update (written by hand, say) would be
+		// found again by every claim: back off like a failed claim, the good jobs started.
+		return 0, c.unreadable
+	}
 	switch {
-	case len(jobs) == free, candidates > len(jobs):
+	case len(c.jobs) == free, c.candidates > len(c.jobs):
 		// Every slot filled, or other queues took some candidates: there may be more.
 		return 0, nil
-	case len(jobs) == 0 && p.runningCount() == 0:
+	case len(c.jobs) == 0 && p.runningCount() == 0:
 		q.emit(Event{Type: EventIdle})
 	}
-	if nextIn > 0 {
-		return nextIn, nil
+	if c.nextIn > 0 {
+		return c.nextIn, nil
 	}
 	return -1, nil
+}
+
+// claimTimeout bounds one claim query, which Stop cannot cut short.
+const claimTimeout = time.Minute
+
+// beginClaim reports how many jobs to claim, and marks the claim as under way; ok is false
+// when the queue is paused, stopping or full.
+func (p *processor) beginClaim() (free int, ok bool) {
+	q := p.q
+	if q.Paused() || q.life.Err() != nil {
+		return 0, false
+	}
+	free = q.Concurrency()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	free -= len(p.running)
+	if free < 1 {
+		return 0, false
+	}
+	p.claiming = true
+	return free, true
+}
+
+// endClaim marks the claim as done, its jobs started.
+func (p *processor) endClaim() {
+	p.mu.Lock()
+	p.claiming = false
+	p.changed()
+	p.mu.Unlock()
+}
+
+// changed wakes the waiters of waitIdle; p.mu must be held.
+func (p *processor) changed() {
+	close(p.drained)
+	p.drained = make(chan struct{})
 }
 
 func (p *processor) runningCount() int {
@@ -219,7 +273,7 @@ func (p *processor) start(j *job.Job) {
 	ctx, cancel := context.WithCancelCause(p.hard)
 	rn := &run{job: j, claimed: *j, cancel: cancel}
 	p.mu.Lock()
-	p.running[j.ID] = rn
+	p.running[rn] = struct{}{}
 	// Set under the lock that settle takes first, so a timeout of 0 finds it set.
 	rn.timer = time.AfterFunc(j.Timeout, func() { p.timeout(rn) })
 	p.mu.Unlock()
@@ -254,9 +308,8 @@ func (p *processor) settle(rn *run, outcome func()) {
 	outcome()
 	rn.cancel(context.Canceled)
 	p.mu.Lock()
-	delete(p.running, rn.claimed.ID)
-	close(p.drained)
-	p.drained = make(chan struct{})
+	delete(p.running, rn)
+	p.changed()
 	p.mu.Unlock()
 	p.signal()
 }
@@ -269,33 +322,47 @@ func (p *processor) timeout(rn *run) {
 	})
 }
 
-// cancelled ends the run of a job that was cancelled: its handler's context is cancelled
-// and nothing is written, the cancel already was.
+// cancelled ends the runs of a job that was cancelled: their handlers' contexts are
+// cancelled and nothing is written, the cancel already was.
 func (p *processor) cancelled(id string) {
-	p.mu.Lock()
-	rn := p.running[id]
-	p.mu.Unlock()
-	if rn != nil {
+	for _, rn := range p.runsOf(id) {
 		p.settle(rn, func() { rn.cancel(job.ErrCancelled) })
 	}
 }
 
-// touched restarts the timeout of a running job that reported progress.
-func (p *processor) touched(id string) {
+// runsOf returns the runs of the job id: one, but for a moment two when the job was
+// claimed again while its previous run was being settled.
+func (p *processor) runsOf(id string) []*run {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if rn := p.running[id]; rn != nil {
-		rn.timer.Reset(rn.claimed.Timeout)
+	var runs []*run
+	for rn := range p.running {
+		if rn.claimed.ID == id {
+			runs = append(runs, rn)
+		}
+	}
+	return runs
+}
+
+// touched restarts the timeout of the run of job id that made processCount'th claim,
+// when it reports progress.
+func (p *processor) touched(id string, processCount int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for rn := range p.running {
+		if rn.claimed.ID == id && rn.claimed.ProcessCount == processCount {
+			rn.timer.Reset(rn.claimed.Timeout)
+		}
 	}
 }
 
-// waitIdle waits until no job is running, or ctx ends.
+// waitIdle waits until no job is running or about to (claimed), or ctx ends.
 func (p *processor) waitIdle(ctx context.Context) error {
 	for {
 		p.mu.Lock()
-		n, drained := len(p.running), p.drained
+		busy, drained := len(p.running) > 0 || p.claiming, p.drained
 		p.mu.Unlock()
-		if n == 0 {
+		if !busy {
 			return nil
 		}
 		select {

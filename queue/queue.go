@@ -33,6 +33,11 @@ type Queue struct {
 	life       context.Context
 	endLife    context.CancelFunc
 	background sync.WaitGroup
+	// feedLife ends the changefeed, which Stop keeps open until the running jobs are done,
+	// so that a cancel from another queue still reaches them.
+	feedLife context.Context
+	endFeed  context.CancelFunc
+	feedDone sync.WaitGroup
 
 	mu sync.Mutex
 	// stopped refuses new calls from Stop on; closed refuses the job methods too, once
@@ -82,6 +87,7 @@ func New(ctx context.Context, cxn *ConnectOptions, opts *Options) (*Queue, error
 	}
 	q.log = cfg.logger.With("queue", q.id)
 	q.life, q.endLife = context.WithCancel(context.Background())
+	q.feedLife, q.endFeed = context.WithCancel(context.Background())
 	q.background.Add(1)
 	go q.initialize()
 	if cfg.master() {
@@ -99,17 +105,36 @@ func dial(ctx context.Context, cfg config) (*r.Session, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w at %s: %w", ErrConnect, cfg.addr(), err)
 	}
-	session, err := r.Connect(r.ConnectOpts{
-		Address:  cfg.addr(),
-		Database: cfg.db,
-		Username: cfg.username,
-		Password: cfg.password,
-		Timeout:  timeout,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%w at %s (is the server running? start one with `docker compose up -d`, or set ConnectOptions.Host and Port): %w", ErrConnect, cfg.addr(), err)
+	type dialed struct {
+		session *r.Session
+		err     error
 	}
-	return session, nil
+	done := make(chan dialed, 1)
+	go func() {
+		s, err := r.Connect(r.ConnectOpts{
+			Address:  cfg.addr(),
+			Database: cfg.db,
+			Username: cfg.username,
+			Password: cfg.password,
+			Timeout:  timeout,
+		})
+		done <- dialed{s, err}
+	}()
+	select {
+	case d := <-done:
+		if d.err != nil {
+			return nil, fmt.Errorf("%w at %s (is the server running? start one with `docker compose up -d`, or set ConnectOptions.Host and Port): %w", ErrConnect, cfg.addr(), d.err)
+		}
+		return d.session, nil
+	case <-ctx.Done():
+		// The driver's dial cannot be cancelled: close its session when it comes.
+		go func() {
+			if d := <-done; d.err == nil {
+				d.session.Close()
+			}
+		}()
+		return nil, fmt.Errorf("%w at %s: %w", ErrConnect, cfg.addr(), ctx.Err())
+	}
 }
 
 // initialize asserts the database after the init delay, opens the changefeed, and then
@@ -125,6 +150,10 @@ func (q *Queue) initialize() {
 		return
 	}
 	err := dbinit.Assert(q.life, dbinit.Target{Session: q.session, DB: q.cfg.db, Table: q.cfg.name, RunOpts: q.cfg.runOpts})
+	if q.life.Err() != nil {
+		q.readyErr = ErrStopped
+		return
+	}
 	if err != nil {
 		q.readyErr = fmt.Errorf("queue %s: prepare database %s: %w", q.cfg.name, q.cfg.db, err)
 		q.log.Error("database assertion failed", "err", err)
@@ -132,7 +161,10 @@ func (q *Queue) initialize() {
 		return
 	}
 	if q.cfg.changeFeed {
-		if err := q.subscribeFirst(q.life); err != nil {
+		if err := q.subscribeFirst(q.life); q.life.Err() != nil {
+			q.readyErr = ErrStopped
+			return
+		} else if err != nil {
 			q.readyErr = err
 			q.log.Error("opening the changefeed failed", "err", err)
 			q.emit(Event{Type: EventError, Err: q.readyErr})

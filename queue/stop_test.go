@@ -34,9 +34,7 @@ func TestStopWaitsForRunningHandlers(t *testing.T) {
 		progress <- j.UpdateProgress(ctx, 50) // a running job's own calls still work while stopping
 		return "done", nil
 	}))
-	for _, j := range jobs {
-		waitFor(t, events, queue.EventProcessing, j.ID)
-	}
+	waitForAll(t, events, queue.EventProcessing, jobs...)
 	stopped := make(chan error, 1)
 	go func() { stopped <- f.q.Stop(ctx) }()
 	waitFor(t, events, queue.EventStopping, "")

@@ -40,7 +40,7 @@ func main() {
 // The job timeout decides how soon the master takes a job of a dead worker for an orphan,
 // so both are short here; real ones are minutes.
 const (
-	jobTimeout     = time.Second
+	jobTimeout     = 3 * time.Second
 	masterInterval = time.Second
 )
 

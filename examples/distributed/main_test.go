@@ -26,8 +26,8 @@ func TestTheMasterBringsBackTheDeadWorkersJob(t *testing.T) {
 	victim := regexp.MustCompile(`^worker 0 died while running job ([0-9a-f-]{36})\n`).FindStringSubmatch(text)
 	require.Len(t, victim, 2, text)
 	id := regexp.QuoteMeta(victim[1])
-	// The review and the second run are printed by different goroutines, in either order.
-	assert.Regexp(t, `(?m)^master reviewed the queue: 1 orphaned job failed for a retry$`, text)
+	// The master's review line is not asserted: on a loaded machine a worker's own review,
+	// when it starts processing, can be the one that finds the orphan.
 	assert.Regexp(t, `(?m)^worker [12] runs job `+id+` again \(process count 2, retry count 1\)$`, text)
 	assert.Regexp(t, `(?m)^job `+id+` completed after all$`, text)
 	assert.Regexp(t, `all 4 jobs completed\n$`, text)
