@@ -53,7 +53,9 @@
 // resume every queue through the State Document. When the feed fails (server restart,
 // network cut) the queue raises an error event and reopens it with backoff, re-creating
 // its database, table and indexes if the server lost them, then claims again. Processing
-// never depends on the feed: the queue's own wake-ups and the Master's review are enough.
+// is never wrong without the feed, only later: a queue whose feed is off or down finds the
+// jobs other processes add or enable when it next claims (after its own work, its own
+// adds, or a delayed job falling due) or after the next review.
 //
 // # Differences from the Node.js library
 //

@@ -51,7 +51,9 @@ type Event struct {
 	Local bool
 	// Global is true for pause and resume events that apply to every queue on the table.
 	Global bool
-	// IsRepeating is set on completed events of jobs that will run again.
+	// IsRepeating is set on completed events of jobs that will run again. (A repeat
+	// finished by another queue goes from active back to waiting and arrives as a log
+	// event, as in the original.)
 	IsRepeating bool
 	// Progress is the job's progress, on progress events.
 	Progress float64

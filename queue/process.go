@@ -38,6 +38,16 @@ var (
 	ErrNilHandler = fmt.Errorf("%w: nil handler", job.ErrInvalid)
 )
 
+// timeoutError is the error a job fails with when its timeout passes, worded as the
+// original's so that logs read the same.
+type timeoutError time.Duration
+
+func (e timeoutError) Error() string {
+	return fmt.Sprintf("Job timed out (run time > %d ms)", time.Duration(e).Milliseconds())
+}
+
+func (e timeoutError) Is(target error) bool { return target == job.ErrTimeout }
+
 // PanicError is the error a job fails with when its handler panics.
 type PanicError struct {
 	// Value is what the handler panicked with.
@@ -318,7 +328,7 @@ func (p *processor) settle(rn *run, outcome func()) {
 func (p *processor) timeout(rn *run) {
 	p.settle(rn, func() {
 		rn.cancel(job.ErrTimeout)
-		p.failed(rn, fmt.Errorf("%w (run time > %d ms)", job.ErrTimeout, rn.claimed.Timeout.Milliseconds()))
+		p.failed(rn, timeoutError(rn.claimed.Timeout))
 	})
 }
 

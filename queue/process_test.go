@@ -285,7 +285,7 @@ func TestProcessTimeoutFailsAtOnce(t *testing.T) {
 	assert.ErrorIs(t, <-cause, job.ErrTimeout)
 	got := f.get(t, j.ID)
 	assert.Equal(t, job.Terminated, got.Status, "failed when the timeout passed, before the handler returned")
-	assert.ErrorContains(t, errors.New(got.GetLastLog().ErrorMessage), "run time > 300 ms")
+	assert.Equal(t, "Job timed out (run time > 300 ms)", got.GetLastLog().ErrorMessage, "the original's wording")
 	close(release)
 	require.Eventually(t, func() bool { return f.q.Running() == 0 }, 5*time.Second, 10*time.Millisecond)
 	assert.Equal(t, job.Terminated, f.get(t, j.ID).Status, "the late return changes nothing")
