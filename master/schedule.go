@@ -15,6 +15,9 @@ func Every(ctx context.Context, interval time.Duration, review func(context.Cont
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
+			if ctx.Err() != nil {
+				return // both were ready: stopping wins
+			}
 			review(ctx)
 		}
 	}

@@ -111,6 +111,7 @@ func TestStop(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := testContext(t)
 	j := f.add(t, 1)[0]
+	before := f.rawDoc(t, j.ID)
 	events := f.q.Events(ctx, queue.EventStopping, queue.EventStopped)
 	require.NoError(t, f.q.Stop(ctx))
 
@@ -143,7 +144,8 @@ func TestStop(t *testing.T) {
 	for name, err := range calls {
 		assert.ErrorIs(t, err, queue.ErrStopped, name)
 	}
-	assert.NotNil(t, f.rawDoc(t, j.ID), "nothing was written after Stop")
+	assert.Equal(t, before, f.rawDoc(t, j.ID), "nothing was written after Stop")
+	assert.Equal(t, 1, f.count(t), "nothing was added or removed after Stop")
 }
 
 func TestStopKeepsAGivenSession(t *testing.T) {
