@@ -1,0 +1,18 @@
+// The Node.js side of the Go port's interoperability test (interop_test.go), using the
+// original library on a queue the Go library shares.
+//   node interop.js add HOST PORT DB NAME DATA  adds a job; prints its id
+//   node interop.js process HOST PORT DB NAME   processes one job; prints "completed ID"
+const Queue = require('rethinkdb-job-queue')
+const [mode, host, port, db, name, data] = process.argv.slice(2)
+const q = new Queue({ host, port: Number(port), db }, { name, masterInterval: false, changeFeed: false, databaseInitDelay: 0 })
+q.on('error', (err) => { console.error('queue error: ' + err.message) })
+function finish (code) { q.stop().then(() => process.exit(code)).catch(() => process.exit(code)) }
+q.ready().then(() => {
+  if (mode === 'add') {
+    const job = q.createJob({ from: 'node', data }).setName('node-job').setPriority('high')
+    return q.addJob(job).then((saved) => { console.log(saved[0].id); finish(0) })
+  }
+  q.on('completed', (queueId, jobId) => { console.log('completed ' + jobId); finish(0) })
+  return q.process((job, next) => { next(null, 'node did ' + JSON.stringify(job.data)) })
+}).catch((err) => { console.error(err); process.exit(1) })
+setTimeout(() => { console.error('timed out'); process.exit(2) }, 30000)
