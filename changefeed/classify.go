@@ -54,6 +54,11 @@ type Action struct {
 	// Claimable is true when the change made a job waiting or failed (added, reanimated,
 	// passed back, failed for a retry): a queue with free slots should claim again.
 	Claimable bool
+	// ProcessCount is the job's processCount after the change (before it, for Removed),
+	// and Active tells whether the job is still active: a queue running the job in an
+	// earlier claim, or in that claim when the job is no longer active, has lost it.
+	ProcessCount int
+	Active       bool
 }
 
 // Classify applies the original library's rules to a change seen by the queue self.
@@ -68,7 +73,7 @@ type Action struct {
 func Classify(c Change, self string) Action {
 	if c.New == nil {
 		if isJob(c.Old) {
-			return Action{Kind: Removed, JobID: str(c.Old, "id")}
+			return Action{Kind: Removed, JobID: str(c.Old, "id"), ProcessCount: int(num(c.Old, "processCount"))}
 		}
 		return Action{}
 	}
@@ -83,6 +88,7 @@ func Classify(c Change, self string) Action {
 	newJob, oldJob := isJob(c.New), isJob(c.Old)
 	newStatus, oldStatus := status(c.New, newJob), status(c.Old, oldJob)
 	act.Claimable = (newStatus == job.Waiting || newStatus == job.Failed) && newStatus != oldStatus
+	act.ProcessCount, act.Active = int(num(c.New, "processCount")), newStatus == job.Active
 	switch {
 	case newJob && !oldJob:
 		act.Kind = Added

@@ -42,9 +42,10 @@ func TestClassify(t *testing.T) {
 	}{
 		{"added", Change{New: doc(nil)}, Action{Kind: Added, QueueID: other, JobID: id, Claimable: true}},
 		{"added by self", Change{New: doc(map[string]any{"queueId": self})}, Action{}},
-		{"active", Change{Old: doc(nil), New: doc(map[string]any{"status": "active"})}, Action{Kind: Active, QueueID: other, JobID: id}},
+		{"active", Change{Old: doc(nil), New: doc(map[string]any{"status": "active", "processCount": float64(1)})},
+			Action{Kind: Active, QueueID: other, JobID: id, ProcessCount: 1, Active: true}},
 		{"progress", Change{Old: doc(map[string]any{"status": "active"}), New: doc(map[string]any{"status": "active", "progress": float64(40)})},
-			Action{Kind: Progress, QueueID: other, JobID: id, Progress: 40}},
+			Action{Kind: Progress, QueueID: other, JobID: id, Progress: 40, Active: true}},
 		{"completed wins over its progress change", Change{
 			Old: doc(map[string]any{"status": "active", "progress": float64(0)}),
 			New: doc(map[string]any{"status": "completed", "progress": float64(100)})},
@@ -56,7 +57,7 @@ func TestClassify(t *testing.T) {
 		{"completed, repeat count not used up", Change{
 			Old: doc(map[string]any{"status": "active"}),
 			New: doc(map[string]any{"status": "completed", "repeat": float64(2), "processCount": float64(2)})},
-			Action{Kind: Completed, QueueID: other, JobID: id, IsRepeating: true}},
+			Action{Kind: Completed, QueueID: other, JobID: id, IsRepeating: true, ProcessCount: 2}},
 		{"cancelled", Change{Old: doc(map[string]any{"status": "active"}), New: doc(map[string]any{"status": "cancelled"})},
 			Action{Kind: Cancelled, QueueID: other, JobID: id}},
 		{"failed", Change{Old: doc(map[string]any{"status": "active", "progress": float64(30)}), New: doc(map[string]any{"status": "failed"})},
@@ -72,7 +73,7 @@ func TestClassify(t *testing.T) {
 			Action{Kind: Log, QueueID: other, JobID: id}},
 		{"nothing the rules cover", Change{Old: doc(nil), New: doc(map[string]any{"name": "renamed"})}, Action{QueueID: other, JobID: id}},
 		{"changed by self", Change{Old: doc(nil), New: doc(map[string]any{"status": "active", "queueId": self})}, Action{}},
-		{"removed", Change{Old: doc(nil)}, Action{Kind: Removed, JobID: id}},
+		{"removed", Change{Old: doc(map[string]any{"processCount": float64(3)})}, Action{Kind: Removed, JobID: id, ProcessCount: 3}},
 		{"removed after self changed it last", Change{Old: doc(map[string]any{"queueId": self})}, Action{Kind: Removed, JobID: id}},
 		{"no queue id", Change{New: doc(map[string]any{"queueId": nil})}, Action{}},
 		{"not a job: bad id", Change{New: doc(map[string]any{"id": "x"})}, Action{QueueID: other, JobID: "x"}},

@@ -34,11 +34,30 @@ func (q *Queue) CancelJob(ctx context.Context, reason string, ids ...string) ([]
 // running here has its handler's context cancelled.
 func (q *Queue) cancel(ctx context.Context, reason string, ids []string) ([]string, error) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	err := q.updateAll(ctx, "cancel", ids, func(row r.Term) any { return q.cancelFields(row, now, reason) })
+	res, err := q.write(ctx, q.whenAllExist(ids, func(jobs r.Term) r.Term {
+		return jobs.Update(func(row r.Term) any { return q.cancelFields(row, now, reason) }, r.UpdateOpts{ReturnChanges: true})
+	}))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("queue %s: cancel jobs: %w", q.cfg.name, err)
 	}
-	return ids, q.cancelled(ctx, ids)
+	if len(res.Missing) > 0 {
+		return nil, missingError(res.Missing)
+	}
+	return ids, q.cancelled(ctx, ids, processCounts(res))
+}
+
+// processCounts maps the ids of the jobs a write changed to their processCount, which
+// tells which runs of them the write ended: those of a claim before it.
+func processCounts(res writeResult) map[string]int {
+	counts := make(map[string]int, len(res.Changes))
+	for _, c := range res.Changes {
+		if doc, ok := c.NewValue.(map[string]any); ok {
+			id, _ := doc["id"].(string)
+			n, _ := doc["processCount"].(float64)
+			counts[id] = int(n)
+		}
+	}
+	return counts
 }
 
 // cancelFields is the update that cancels the job row.
@@ -52,13 +71,14 @@ func (q *Queue) cancelFields(row r.Term, now time.Time, reason string) map[strin
 	}
 }
 
-// cancelled follows the cancel of jobs: their handlers here are cancelled, their events
-// raised, and they are removed when finished jobs go at once.
-func (q *Queue) cancelled(ctx context.Context, ids []string) error {
+// cancelled follows the cancel of jobs: the handlers here of the runs it ended (by their
+// processCount, see processCounts) are cancelled, their events raised, and they are
+// removed when finished jobs go at once.
+func (q *Queue) cancelled(ctx context.Context, ids []string, counts map[string]int) error {
 	p := q.processor()
 	for _, id := range ids {
 		if p != nil {
-			p.cancelled(id)
+			p.disown(id, counts[id], job.ErrCancelled)
 		}
 		q.emit(Event{Type: EventCancelled, JobID: id})
 	}

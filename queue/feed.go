@@ -99,10 +99,10 @@ func (q *Queue) resync() {
 
 // pauseGlobally follows a global pause: the queue is paused before the next change is
 // read, so that a resume right behind it cannot be overtaken; the paused event follows
-// when its running jobs are done.
+// when its running jobs are done, unless a resume came first.
 func (q *Queue) pauseGlobally() {
-	q.beginPause(true)
-	go func() { _ = q.finishPause(q.feedLife, true) }()
+	resumed := q.beginPause(true)
+	go func() { _ = q.finishPause(q.feedLife, true, resumed) }()
 }
 
 // onChange acts on one change of the feed.
@@ -125,11 +125,15 @@ func (q *Queue) onChange(c changefeed.Change) {
 		}
 	default:
 		q.emitFrom(act.QueueID, Event{Type: EventType(act.Kind), JobID: act.JobID, Progress: act.Progress, IsRepeating: act.IsRepeating})
-		if act.Kind == changefeed.Cancelled {
-			if p := q.processor(); p != nil {
-				p.cancelled(act.JobID)
-			}
+	}
+	if p := q.processor(); p != nil && act.JobID != "" {
+		// Another queue cancelled, removed or failed (in a review) a job running here, or
+		// claimed it again: that run has lost it.
+		upTo := act.ProcessCount
+		if act.Active {
+			upTo--
 		}
+		p.disown(act.JobID, upTo, job.ErrCancelled)
 	}
 	if act.Claimable {
 		q.restartSoon()
@@ -143,12 +147,16 @@ func (q *Queue) emitFrom(queueID string, e Event) {
 }
 
 // restartSoon claims again after a random 0–1 s, as the original does, so that the queues
-// woken by one change do not all query at once.
+// woken by one change do not all query at once. Changes that come meanwhile (a batch added
+// elsewhere) share the one wake-up.
 func (q *Queue) restartSoon() {
-	if q.processor() == nil || q.Running() >= q.Concurrency() {
+	if q.processor() == nil || q.Running() >= q.Concurrency() || !q.restartPending.CompareAndSwap(false, true) {
 		return
 	}
-	time.AfterFunc(rand.N(time.Second), q.wakeProcessing)
+	time.AfterFunc(rand.N(time.Second), func() {
+		q.restartPending.Store(false)
+		q.wakeProcessing()
+	})
 }
 
 // noteRemovals remembers jobs this queue deleted, so that their deletion seen on the feed

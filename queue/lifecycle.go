@@ -37,7 +37,9 @@ func (q *Queue) Reset(ctx context.Context) (int, error) {
 // When ctx ends first, the running handlers' contexts are cancelled with cause ErrStopped
 // and Stop returns ctx's error; the queue is stopped all the same, and the jobs still
 // active are recovered by the Queue Master's review like those of a crashed process. A
-// handler that calls Stop must give it a context that ends: Stop waits for that handler.
+// handler that stops its own queue should call Stop in a goroutine and return: Stop waits
+// for that handler too, and would otherwise end only with ctx, losing the handler's
+// outcome.
 func (q *Queue) Stop(ctx context.Context) error {
 	return q.shutdown(ctx, nil)
 }

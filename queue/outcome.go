@@ -142,7 +142,7 @@ func (p *processor) cancelledByHandler(rn *run, reason string) {
 	case res.Replaced == 0:
 		q.log.Info("job changed elsewhere while it ran; its cancel is dropped", "job", id)
 	default:
-		if err := q.cancelled(p.hard, []string{id}); err != nil {
+		if err := q.cancelled(p.hard, []string{id}, map[string]int{id: rn.claimed.ProcessCount}); err != nil {
 			q.emit(Event{Type: EventError, JobID: id, Err: err})
 		}
 	}

@@ -17,9 +17,10 @@ func (q *Queue) Paused() bool {
 }
 
 // Pause stops the queue claiming jobs and returns once its running jobs have finished, or
-// ctx has ended (they go on running then; the queue stays paused). With global true, every
-// queue on the table is paused too, through the State Document. Events: pausing, then
-// paused. A handler that calls it must give it a context that ends: Pause waits for that
+// ctx has ended (they go on running then; the queue stays paused), or the queue was
+// resumed meanwhile. With global true, every queue on the table is paused too, through the
+// State Document. Events: pausing, then paused once the running jobs are done. A handler
+// that pauses its own queue should do it in a goroutine and return: Pause waits for that
 // handler too.
 func (q *Queue) Pause(ctx context.Context, global bool) error {
 	end, err := q.begin(ctx)
@@ -37,22 +38,43 @@ func (q *Queue) Pause(ctx context.Context, global bool) error {
 
 // pause pauses this queue; global tells that every queue on the table is pausing.
 func (q *Queue) pause(ctx context.Context, global bool) error {
-	q.beginPause(global)
-	return q.finishPause(ctx, global)
+	return q.finishPause(ctx, global, q.beginPause(global))
 }
 
-// beginPause stops the queue claiming.
-func (q *Queue) beginPause(global bool) {
-	q.setPaused(true, global)
+// beginPause stops the queue claiming. The channel it returns is closed by the next
+// resume.
+func (q *Queue) beginPause(global bool) <-chan struct{} {
+	resumed := q.setPaused(true, global)
 	q.emit(Event{Type: EventPausing, Global: global})
+	return resumed
 }
 
-// finishPause waits for the running jobs, and for a claim under way and its jobs.
-func (q *Queue) finishPause(ctx context.Context, global bool) error {
+// finishPause waits for the running jobs, and for a claim under way and its jobs, and
+// raises paused; a resume meanwhile ends the wait, with no paused event.
+func (q *Queue) finishPause(ctx context.Context, global bool, resumed <-chan struct{}) error {
 	if p := q.processor(); p != nil {
-		if err := p.waitIdle(ctx); err != nil {
-			return err
+		wait, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-resumed:
+				cancel()
+			case <-wait.Done():
+			}
+		}()
+		if err := p.waitIdle(wait); err != nil {
+			select {
+			case <-resumed:
+				return nil
+			default:
+				return err
+			}
 		}
+	}
+	select {
+	case <-resumed:
+		return nil
+	default:
 	}
 	q.emit(Event{Type: EventPaused, Global: global})
 	return nil
@@ -82,10 +104,20 @@ func (q *Queue) resume(global bool) {
 	q.emit(Event{Type: EventResumed, Global: global})
 }
 
-func (q *Queue) setPaused(paused, global bool) {
+// setPaused records the pause state and returns the channel that the next resume closes
+// (nil when resuming).
+func (q *Queue) setPaused(paused, global bool) <-chan struct{} {
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	q.paused, q.pausedGlobal = paused, global
-	q.mu.Unlock()
+	switch {
+	case paused && q.resumed == nil:
+		q.resumed = make(chan struct{})
+	case !paused && q.resumed != nil:
+		close(q.resumed)
+		q.resumed = nil
+	}
+	return q.resumed
 }
 
 // pausedGlobally reports whether the queue is paused by a global pause.

@@ -23,9 +23,11 @@ import (
 //   - (j, nil), returning the job it was given: the job is passed back, saved as it is
 //     with status active turned into waiting.
 //
-// ctx is cancelled when the job is cancelled anywhere (cause job.ErrCancelled), when its
-// timeout passes (cause job.ErrTimeout; the job has been failed by then) and when Stop
-// gives up waiting (cause ErrStopped); context.Cause(ctx) tells which. Once that happens,
+// ctx is cancelled when the job is cancelled or taken away anywhere (cause
+// job.ErrCancelled: cancelled, removed, or failed by a review, here or in another process;
+// learned from the changefeed, so with the feed off only for changes made by this queue),
+// when its timeout passes (cause job.ErrTimeout; the job has been failed by then) and when
+// Stop gives up waiting (cause ErrStopped); context.Cause(ctx) tells which. Once that happens,
 // the handler's return value is ignored. A handler that panics fails its job with the
 // panic as the error (a *PanicError); the queue keeps running.
 type Handler func(ctx context.Context, j *job.Job) (result any, err error)
@@ -205,12 +207,16 @@ func (p *processor) tick() (time.Duration, error) {
 	if !ok {
 		return -1, nil
 	}
-	// The claim must not be cut off by Stop: the server would still switch the jobs to
-	// active, and with the answer lost they would wait for the Master's review. Stop waits
-	// for the loop instead, and then for the jobs claimed here.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(q.life), claimTimeout)
+	// The claim must not be cut off by a graceful Stop: the server would still switch the
+	// jobs to active, and with the answer lost they would wait for the Master's review.
+	// Stop waits for the loop instead, and then for the jobs claimed here. A Stop that
+	// gives up (p.hard ends) abandons the claim: its jobs are left to the review.
+	ctx, cancel := context.WithTimeout(p.hard, claimTimeout)
 	c, err := q.claim(ctx, free)
 	cancel()
+	if p.hard.Err() != nil {
+		c.jobs = nil
+	}
 	for _, j := range c.jobs {
 		q.emit(Event{Type: EventActive, JobID: j.ID})
 		p.start(j)
@@ -244,17 +250,17 @@ const claimTimeout = time.Minute
 // when the queue is paused, stopping or full.
 func (p *processor) beginClaim() (free int, ok bool) {
 	q := p.q
-	if q.Paused() || q.life.Err() != nil {
-		return 0, false
-	}
-	free = q.Concurrency()
+	// Mark the claim before looking at the pause, so that a Pause either sees the claim and
+	// waits for it, or is seen here.
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	free -= len(p.running)
-	if free < 1 {
+	p.claiming = true
+	running := len(p.running)
+	p.mu.Unlock()
+	free = q.Concurrency() - running
+	if free < 1 || q.Paused() || q.life.Err() != nil {
+		p.endClaim()
 		return 0, false
 	}
-	p.claiming = true
 	return free, true
 }
 
@@ -332,11 +338,15 @@ func (p *processor) timeout(rn *run) {
 	})
 }
 
-// cancelled ends the runs of a job that was cancelled: their handlers' contexts are
-// cancelled and nothing is written, the cancel already was.
-func (p *processor) cancelled(id string) {
+// disown ends the runs of job id that a change elsewhere took away (a cancel, a removal,
+// a review that failed the job): those of the claims up to upTo (the job's processCount
+// after the change). Their handlers' contexts are cancelled with cause, and nothing is
+// written: the change already was.
+func (p *processor) disown(id string, upTo int, cause error) {
 	for _, rn := range p.runsOf(id) {
-		p.settle(rn, func() { rn.cancel(job.ErrCancelled) })
+		if rn.claimed.ProcessCount <= upTo {
+			p.settle(rn, func() { rn.cancel(cause) })
+		}
 	}
 }
 

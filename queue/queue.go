@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -50,9 +51,13 @@ type Queue struct {
 	paused      bool
 	// pausedGlobal is set when the pause is global.
 	pausedGlobal bool
-	proc         *processor // nil until Process
+	// resumed is closed by the resume that ends the current pause; nil when not paused.
+	resumed chan struct{}
+	proc    *processor // nil until Process
 	// removed remembers the jobs this queue deleted lately (see noteRemovals).
 	removed map[string]time.Time
+	// restartPending is set while a wake-up from restartSoon is on its way.
+	restartPending atomic.Bool
 }
 
 // dialTimeout bounds New's dial when its context has no deadline.

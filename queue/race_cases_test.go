@@ -146,3 +146,110 @@ func TestABadDocumentDoesNotStopGoodJobs(t *testing.T) {
 	assert.ErrorContains(t, waitFor(t, errs, queue.EventError, "").Err, "claim jobs", "the bad document is reported")
 	assert.Equal(t, "waiting", f.rawDoc(t, bad.ID)["status"], "the bad document is left as it was")
 }
+
+// A job cancelled and reanimated at once by another queue: the run the cancel ended is
+// cancelled, the job is claimed again and finishes; nothing is left active without a
+// handler.
+func TestCancelAndReanimateElsewhere(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &queue.Options{MasterInterval: -1})
+	ctx := testContext(t)
+	worker := newQueue(t, f, &queue.Options{MasterInterval: -1, Concurrency: 2})
+	events := worker.Events(ctx)
+	first := make(chan error, 1)
+	var calls sync.Mutex
+	n := 0
+	require.NoError(t, worker.Process(func(ctx context.Context, j *job.Job) (any, error) {
+		calls.Lock()
+		n++
+		call := n
+		calls.Unlock()
+		if call == 1 {
+			<-ctx.Done()
+			first <- context.Cause(ctx)
+			return nil, ctx.Err()
+		}
+		return "second run", nil
+	}))
+	j := f.add(t, 1)[0]
+	waitFor(t, events, queue.EventProcessing, j.ID)
+	_, err := f.q.CancelJob(ctx, "restart it", j.ID)
+	require.NoError(t, err)
+	_, err = f.q.ReanimateJob(ctx, time.Time{}, j.ID)
+	require.NoError(t, err)
+	assert.ErrorIs(t, <-first, job.ErrCancelled)
+	require.Eventually(t, func() bool { return f.get(t, j.ID).Status == job.Completed }, 15*time.Second, 20*time.Millisecond)
+	assert.Equal(t, 2, f.get(t, j.ID).ProcessCount)
+}
+
+// A job failed by another queue's review while it runs here (its worker is too slow, say)
+// has its handler cancelled: the run has lost it.
+func TestReviewElsewhereEndsTheRun(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &queue.Options{MasterInterval: -1})
+	ctx := testContext(t)
+	worker := newQueue(t, f, &queue.Options{MasterInterval: -1})
+	events := worker.Events(ctx)
+	cause := make(chan error, 1)
+	require.NoError(t, worker.Process(func(ctx context.Context, j *job.Job) (any, error) {
+		select {
+		case <-ctx.Done():
+			cause <- context.Cause(ctx)
+			return nil, ctx.Err()
+		case <-time.After(30 * time.Second):
+			return nil, nil
+		}
+	}))
+	j := f.q.CreateJob(nil).SetRetryMax(0)
+	_, err := f.q.AddJob(ctx, j)
+	require.NoError(t, err)
+	waitFor(t, events, queue.EventProcessing, j.ID)
+	f.setRaw(t, j.ID, map[string]any{"dateEnable": time.Now().Add(-time.Minute)}) // overdue
+	res, err := f.q.Review(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.Reviewed)
+	select {
+	case err := <-cause:
+		assert.ErrorIs(t, err, job.ErrCancelled)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run of a job failed elsewhere was not ended")
+	}
+	assert.Equal(t, job.Terminated, f.get(t, j.ID).Status, "the review's outcome stands")
+}
+
+// A Pause waiting for running jobs ends when the queue is resumed meanwhile, without a
+// paused event.
+func TestResumeEndsAWaitingPause(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := testContext(t)
+	events := f.q.Events(ctx)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	j := f.add(t, 1)[0]
+	require.NoError(t, f.q.Process(func(ctx context.Context, j *job.Job) (any, error) {
+		<-release
+		return nil, nil
+	}))
+	waitFor(t, events, queue.EventProcessing, j.ID)
+	paused := make(chan error, 1)
+	go func() { paused <- f.q.Pause(ctx, false) }()
+	waitFor(t, events, queue.EventPausing, "")
+	require.NoError(t, f.q.Resume(ctx, false))
+	select {
+	case err := <-paused:
+		assert.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Pause kept waiting after a resume")
+	}
+	deadline := time.After(quiet)
+	for watching := true; watching; {
+		select {
+		case e := <-events:
+			assert.NotEqual(t, queue.EventPaused, e.Type, "no paused event for a pause that was resumed")
+		case <-deadline:
+			watching = false
+		}
+	}
+	assert.False(t, f.q.Paused())
+}
