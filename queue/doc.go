@@ -55,7 +55,9 @@
 // its database, table and indexes if the server lost them, then claims again. Processing
 // is never wrong without the feed, only later: a queue whose feed is off or down finds the
 // jobs other processes add or enable when it next claims (after its own work, its own
-// adds, or a delayed job falling due) or after the next review.
+// adds, or a delayed job falling due) or after the next review; and a handler whose job
+// another process cancels runs to its end, its outcome then dropped, instead of having
+// its context cancelled.
 //
 // # Differences from the Node.js library
 //

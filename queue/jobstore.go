@@ -61,6 +61,9 @@ func (q *Queue) updateJob(ctx context.Context, j *job.Job, e job.LogEntry, owner
 		return err
 	}
 	q.emit(Event{Type: EventUpdated, JobID: j.ID})
+	if j.Status == job.Waiting || j.Status == job.Failed {
+		q.wakeProcessing() // it may be due now; the feed does not report this queue's changes
+	}
 	return nil
 }
 
