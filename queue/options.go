@@ -24,7 +24,8 @@ type ConnectOptions struct {
 	Password string
 	// Session is an existing driver session to use instead of dialling (the original's
 	// "Connection Driver"). The queue does not close it. Host and Port are then only
-	// reported by Queue.Host and Queue.Port.
+	// reported by Queue.Host and Queue.Port. Give it no ReadTimeout: the changefeed waits
+	// on it for as long as the table is quiet, and the driver would end the feed.
 	Session *r.Session
 }
 
