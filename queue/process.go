@@ -298,6 +298,12 @@ func (p *processor) start(j *job.Job) {
 	go func() {
 		defer p.handlers.Done()
 		result, err := p.call(ctx, j)
+		if errors.Is(context.Cause(ctx), ErrStopped) {
+			// Cut off by a Stop that gave up waiting: not the job's failure. The job stays
+			// active for the Master's review, as if the process had crashed.
+			p.settle(rn, func() {})
+			return
+		}
 		p.settle(rn, func() { p.finish(rn, result, err) })
 	}()
 }
