@@ -22,12 +22,9 @@ func Follow(ctx context.Context, s r.QueryExecutor, table r.Term, opts r.RunOpts
 	if err != nil {
 		return err
 	}
-	stop := context.AfterFunc(ctx, func() { cur.Close() })
-	defer func() {
-		if stop() {
-			cur.Close()
-		}
-	}()
+	// Ending ctx ends the wait in Next; the cursor is closed here, never from another
+	// goroutine, which the driver does not allow while Next runs.
+	defer cur.Close()
 	subscribed()
 	var change r.ChangeResponse
 	for cur.Next(&change) {
