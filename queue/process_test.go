@@ -375,9 +375,14 @@ func TestProcessConcurrency(t *testing.T) {
 		mu.Unlock()
 		return nil, nil
 	}))
-	require.Eventually(t, func() bool { return f.q.Running() == 3 }, 10*time.Second, 10*time.Millisecond)
+	handlers := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return running
+	}
+	require.Eventually(t, func() bool { return f.q.Running() == 3 && handlers() == 3 }, 10*time.Second, 10*time.Millisecond)
 	require.NoError(t, f.q.SetConcurrency(5))
-	require.Eventually(t, func() bool { return f.q.Running() == 5 }, 10*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return f.q.Running() == 5 && handlers() == 5 }, 10*time.Second, 10*time.Millisecond,
 		"a higher concurrency takes effect at once")
 	assert.False(t, f.q.Idle())
 	close(release)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testserver"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
@@ -17,6 +18,7 @@ import (
 // left no goroutine behind. Tests that use it are not parallel: goleak counts every
 // goroutine of the process.
 func noLeaks(t *testing.T) {
+	testserver.Get(t) // a server this binary starts is not the test's leak
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 }
