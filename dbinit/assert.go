@@ -2,9 +2,12 @@ package dbinit
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
+	"time"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 )
@@ -65,10 +68,58 @@ type Target struct {
 	RunOpts r.RunOpts
 }
 
+// assertTimeout bounds how long Assert keeps retrying creation steps that a concurrent
+// creator or a cluster that is still converging made fail, when ctx has no deadline.
+const assertTimeout = time.Minute
+
 // Assert creates whatever is missing of the database, the table and the five indexes, and
 // waits until the table and the indexes are ready. It is safe to run from many processes
-// at once.
+// at once, against one server or a cluster:
+//
+//   - RethinkDB does not serialize dbCreate or tableCreate of one name, so creators racing
+//     on a fresh server can make two databases or two tables of the same name, after which
+//     every query naming them fails as "ambiguous". Assert looks for such twins in the
+//     system tables db_config and table_config, and every creator agrees on the one to
+//     keep, the lowest id. The others are renamed out of the way, what they hold is copied
+//     into the keeper, and they are dropped.
+//   - On a cluster, a database created through one server may not yet be visible through
+//     another; creation steps that fail because of that are retried with jittered backoff.
 func Assert(ctx context.Context, t Target) error {
+	ctx, cancel := context.WithTimeout(ctx, assertTimeout)
+	defer cancel()
+	backoff := 20 * time.Millisecond
+	for {
+		err := assertOnce(ctx, t)
+		if err == nil {
+			var found bool
+			if found, err = resolveTwins(ctx, t); err == nil && !found {
+				return nil
+			}
+		} else if transient(err) {
+			// A twin may be what made the name ambiguous.
+			if _, terr := resolveTwins(ctx, t); terr != nil && !transient(terr) {
+				return terr
+			}
+		}
+		if err != nil && !transient(err) {
+			return err
+		}
+		// Twins were merged, or a step met a racer's half-made state: do it all again on
+		// what is there now.
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = ctx.Err()
+			}
+			return fmt.Errorf("dbinit: gave up creating %s.%s: %w", t.DB, t.Table, err)
+		case <-time.After(backoff + rand.N(backoff)):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// assertOnce runs each creation step once.
+func assertOnce(ctx context.Context, t Target) error {
 	opts := t.RunOpts
 	opts.Context = ctx
 	run := func(what string, term r.Term) error {
@@ -113,7 +164,125 @@ func Assert(ctx context.Context, t Target) error {
 	return run("wait for indexes of "+t.Table, table.IndexWait())
 }
 
+// configEntry is a row of rethinkdb.db_config or rethinkdb.table_config.
+type configEntry struct {
+	ID   string `rethinkdb:"id"`
+	Name string `rethinkdb:"name"`
+	DB   string `rethinkdb:"db"`
+}
+
+// twinSuffix marks a twin renamed out of the way; the rest of its name is its id.
+const twinSuffix = "_rjqtwin_"
+
+// resolveTwins merges and drops duplicate databases and tables of the target's names,
+// keeping the one with the lowest id. It reports whether it found any. A server without
+// the system tables (reqlite) has none to find.
+func resolveTwins(ctx context.Context, t Target) (bool, error) {
+	opts := t.RunOpts
+	opts.Context = ctx
+	opts.ReadMode = "majority"
+	sys := r.DB("rethinkdb")
+	var dbs []configEntry
+	if err := readAll(ctx, t.Session, opts, sys.Table("db_config").Filter(map[string]any{"name": t.DB}), &dbs); err != nil {
+		return false, fmt.Errorf("dbinit: look for twins of database %s: %w", t.DB, err)
+	}
+	found := false
+	if len(dbs) > 1 {
+		found = true
+		slices.SortFunc(dbs, func(a, b configEntry) int { return strings.Compare(a.ID, b.ID) })
+		for _, twin := range dbs[1:] {
+			if err := mergeDB(ctx, t, opts, twin); err != nil {
+				return true, err
+			}
+		}
+	}
+	var tables []configEntry
+	// The db field of table_config names the database; after the step above it is unique.
+	if err := readAll(ctx, t.Session, opts, sys.Table("table_config").Filter(map[string]any{"db": t.DB, "name": t.Table}), &tables); err != nil {
+		return found, fmt.Errorf("dbinit: look for twins of table %s: %w", t.Table, err)
+	}
+	if len(tables) > 1 {
+		found = true
+		slices.SortFunc(tables, func(a, b configEntry) int { return strings.Compare(a.ID, b.ID) })
+		for _, twin := range tables[1:] {
+			if err := mergeTable(ctx, t, opts, t.DB, twin, t.Table); err != nil {
+				return true, err
+			}
+		}
+	}
+	return found, nil
+}
+
+// mergeDB renames a twin database out of the way, merges each of its tables into the
+// kept database's table of the same name, and drops it.
+func mergeDB(ctx context.Context, t Target, opts r.RunOpts, twin configEntry) error {
+	sys := r.DB("rethinkdb")
+	renamed := t.DB + twinSuffix + strings.ReplaceAll(twin.ID, "-", "")
+	if err := runWrite(opts, t.Session, sys.Table("db_config").Get(twin.ID).Update(map[string]any{"name": renamed})); err != nil {
+		return fmt.Errorf("dbinit: rename twin database %s: %w", twin.ID, err)
+	}
+	var tables []configEntry
+	if err := readAll(ctx, t.Session, opts, sys.Table("table_config").Filter(map[string]any{"db": renamed}), &tables); err != nil {
+		return fmt.Errorf("dbinit: list tables of twin database %s: %w", renamed, err)
+	}
+	for _, tb := range tables {
+		// The kept database may not have this table yet: create it (a racer may too).
+		create := r.Branch(r.DB(t.DB).TableList().Contains(tb.Name), nil, r.DB(t.DB).TableCreate(tb.Name))
+		if err := runWrite(opts, t.Session, create); err != nil && !alreadyExists(err) {
+			return fmt.Errorf("dbinit: create table %s for a twin's jobs: %w", tb.Name, err)
+		}
+		if err := runWrite(opts, t.Session, r.DB(t.DB).Table(tb.Name).Wait()); err != nil {
+			return fmt.Errorf("dbinit: wait for table %s: %w", tb.Name, err)
+		}
+		if err := copyInto(opts, t.Session, r.DB(renamed).Table(tb.Name), r.DB(t.DB).Table(tb.Name)); err != nil {
+			return err
+		}
+	}
+	if err := runWrite(opts, t.Session, r.DBDrop(renamed)); err != nil && !doesNotExist(err) {
+		return fmt.Errorf("dbinit: drop twin database %s: %w", renamed, err)
+	}
+	return nil
+}
+
+// mergeTable renames a twin table out of the way, copies what it holds into the kept
+// table, and drops it.
+func mergeTable(ctx context.Context, t Target, opts r.RunOpts, db string, twin configEntry, keep string) error {
+	renamed := keep + twinSuffix + strings.ReplaceAll(twin.ID, "-", "")
+	if err := runWrite(opts, t.Session, r.DB("rethinkdb").Table("table_config").Get(twin.ID).Update(map[string]any{"name": renamed})); err != nil {
+		return fmt.Errorf("dbinit: rename twin table %s: %w", twin.ID, err)
+	}
+	if err := runWrite(opts, t.Session, r.DB(db).Table(renamed).Wait()); err != nil && !doesNotExist(err) {
+		return fmt.Errorf("dbinit: wait for twin table %s: %w", renamed, err)
+	}
+	if err := copyInto(opts, t.Session, r.DB(db).Table(renamed), r.DB(db).Table(keep)); err != nil {
+		return err
+	}
+	if err := runWrite(opts, t.Session, r.DB(db).TableDrop(renamed)); err != nil && !doesNotExist(err) {
+		return fmt.Errorf("dbinit: drop twin table %s: %w", renamed, err)
+	}
+	return nil
+}
+
+// copyInto inserts every document of from into to, keeping what to holds already. A twin
+// lives for moments, so it holds a handful of documents at most.
+func copyInto(opts r.RunOpts, s r.QueryExecutor, from, to r.Term) error {
+	err := runWrite(opts, s, to.Insert(from.CoerceTo("array"), r.InsertOpts{Conflict: func(_, old, _ r.Term) any { return old }}))
+	if err != nil && !doesNotExist(err) {
+		return fmt.Errorf("dbinit: copy a twin's documents: %w", err)
+	}
+	return nil
+}
+
+func runWrite(opts r.RunOpts, s r.QueryExecutor, term r.Term) error {
+	cur, err := term.Run(s, opts)
+	if err == nil {
+		err = cur.Close()
+	}
+	return err
+}
+
 func readAll(ctx context.Context, s r.QueryExecutor, opts r.RunOpts, term r.Term, dst any) error {
+	opts.Context = ctx
 	cur, err := term.Run(s, opts)
 	if err != nil {
 		return err
@@ -124,4 +293,25 @@ func readAll(ctx context.Context, s r.QueryExecutor, opts r.RunOpts, term r.Term
 // alreadyExists recognises the error of a create that lost a race to another queue.
 func alreadyExists(err error) bool {
 	return strings.Contains(err.Error(), "already exists")
+}
+
+// doesNotExist recognises the error of a step on something a racer dropped, or that a
+// cluster does not show through this server yet.
+func doesNotExist(err error) bool {
+	return strings.Contains(err.Error(), "does not exist")
+}
+
+// transient reports errors that another try can get past: a twin made a name ambiguous,
+// a racer dropped or renamed what this step used, or the cluster is still converging.
+func transient(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	msg := err.Error()
+	for _, s := range []string{"ambiguous", "does not exist", "not available", "unavailable", "lost contact", "none of the servers"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
