@@ -21,13 +21,24 @@ const (
 	IndexStatus                      = "status"
 )
 
-// Indexes lists the five index names in the order they are created.
+// IndexClaim is this library's own index, beside the Node.js library's five: waiting and
+// failed jobs by [priority, dateEnable, dateCreated, id]. It orders jobs exactly as
+// IndexInactivePriorityDateCreated does, but its keys never tie. RethinkDB reads every
+// entry that ties on an index key before it applies a limit, so claims through the
+// original index slow down in proportion to the jobs added in one millisecond (a batch
+// insert, or jobs the Node.js library adds); through this one a claim reads only what it
+// takes. The Node.js library ignores an index it does not know.
+const IndexClaim = "rjqIndexClaim"
+
+// Indexes lists the index names in the order they are created: the Node.js library's five,
+// then IndexClaim.
 var Indexes = []string{
 	IndexActiveDateEnable,
 	IndexInactivePriorityDateCreated,
 	IndexFinishedDateFinished,
 	IndexName,
 	IndexStatus,
+	IndexClaim,
 }
 
 // indexFunc returns the function of a named index; nil for a simple field index. The
@@ -55,6 +66,14 @@ func indexFunc(name string) func(row r.Term) any {
 				row.Field("status").Eq("terminated"), row.Field("dateFinished"),
 				nil)
 		}
+	case IndexClaim:
+		return func(row r.Term) any {
+			key := []any{row.Field("priority"), row.Field("dateEnable"), row.Field("dateCreated"), row.Field("id")}
+			return r.Branch(
+				row.Field("status").Eq("waiting"), key,
+				row.Field("status").Eq("failed"), key,
+				nil)
+		}
 	}
 	return nil
 }
@@ -72,7 +91,7 @@ type Target struct {
 // creator or a cluster that is still converging made fail, when ctx has no deadline.
 const assertTimeout = time.Minute
 
-// Assert creates whatever is missing of the database, the table and the five indexes, and
+// Assert creates whatever is missing of the database, the table and the indexes, and
 // waits until the table and the indexes are ready. It is safe to run from many processes
 // at once, against one server or a cluster:
 //

@@ -11,14 +11,17 @@ func toMillis(t time.Time) time.Time {
 	return t.UTC().Truncate(time.Millisecond)
 }
 
+// maxCreationLead bounds how far ahead of the clock a creation time may run.
+const maxCreationLead = 999 * time.Millisecond
+
 // creationClock hands out creation times that are distinct to the millisecond within this
-// process. The claim query orders waiting jobs by [priority, dateEnable, dateCreated], and
-// RethinkDB reads every index entry that ties on that key before it applies a limit, so a
-// batch of jobs created in the same millisecond would make every claim slow (see
-// shared/notes/rethinkdb-facts.md). Giving each job its own millisecond keeps the keys
-// distinct at no cost: in a burst of n jobs created faster than one a millisecond, the last
-// one's dateCreated runs up to n milliseconds ahead of the clock. Only dateCreated is
-// spread; dateEnable stays the real time, so no job is held back.
+// process while it can, so that jobs created in a burst start in the order they were
+// created: jobs of one priority and dateEnable are taken by dateCreated, and RethinkDB
+// keeps times to the millisecond only. In a burst of more than a thousand jobs within a
+// second the times would have to run further ahead of the clock than maxCreationLead
+// allows; from there on they tie, and jobs that tie start in an arbitrary order (claims
+// stay fast either way: see dbinit.IndexClaim). dateEnable is never moved, so no job is
+// held back.
 var creationClock struct {
 	sync.Mutex
 	last time.Time
@@ -29,7 +32,11 @@ func creationTime() time.Time {
 	creationClock.Lock()
 	defer creationClock.Unlock()
 	if !now.After(creationClock.last) {
-		now = creationClock.last.Add(time.Millisecond)
+		next, limit := creationClock.last.Add(time.Millisecond), now.Add(maxCreationLead)
+		if next.After(limit) {
+			next = limit
+		}
+		now = next
 	}
 	creationClock.last = now
 	return now

@@ -8,6 +8,7 @@ import (
 	"math"
 	"regexp"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"gopkg.in/rethinkdb/rethinkdb-go.v6/encoding"
@@ -279,6 +280,15 @@ func (j *Job) Validate() error {
 	}
 	for k := range j.Fields {
 		errs = append(errs, checkField(!reservedField(k), "%q is a job field: set it through the Job struct, not Fields", k))
+	}
+	if err := CheckValue(j.Data); err != nil {
+		errs = append(errs, fmt.Errorf("payload: %w", err))
+	}
+	if err := CheckValue(j.Fields); err != nil {
+		errs = append(errs, fmt.Errorf("fields: %w", err))
+	}
+	if !utf8.ValidString(j.Name) {
+		errs = append(errs, fmt.Errorf("%w (got %q: not valid UTF-8)", ErrInvalidName, j.Name))
 	}
 	return errors.Join(errs...)
 }

@@ -68,7 +68,8 @@ func (o Options) Validate() error {
 		checkDuration(ErrInvalidRetryDelay, o.RetryDelay),
 		checkDuration(ErrInvalidRepeatDelay, o.RepeatDelay),
 		checkCount(ErrInvalidRetryMax, o.RetryMax),
-		checkRepeat(o.Repeat))
+		checkRepeat(o.Repeat),
+		checkDate(o.DateEnable))
 	return errors.Join(errs...)
 }
 
@@ -80,15 +81,23 @@ func checkDuration(sentinel error, d time.Duration) error {
 }
 
 func checkCount(sentinel error, n int) error {
-	if n < 0 {
+	if n < 0 || n > MaxSafeInt {
 		return fmt.Errorf("%w (got %d)", sentinel, n)
 	}
 	return nil
 }
 
 func checkRepeat(n int) error {
-	if n < RepeatForever {
+	if n < RepeatForever || n > MaxSafeInt {
 		return fmt.Errorf("%w (got %d)", ErrInvalidRepeat, n)
+	}
+	return nil
+}
+
+// checkDate refuses a dateEnable the driver cannot encode (zero means "now" and passes).
+func checkDate(t time.Time) error {
+	if !t.IsZero() && (t.Before(minTime) || t.After(maxTime)) {
+		return fmt.Errorf("%w (got %s)", ErrInvalidDateEnable, t.Format(time.RFC3339))
 	}
 	return nil
 }

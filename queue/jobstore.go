@@ -90,12 +90,27 @@ func (s jobStore) AddLog(ctx context.Context, j *job.Job, e job.LogEntry) error 
 }
 
 // UpdateProgress implements job.Store. The job must be active in the database too, in the
-// same run: a job cancelled, failed or claimed again elsewhere is left alone.
+// same run: a job cancelled, failed or claimed again elsewhere is left alone. Reports of a
+// job running here that come faster than progressInterval are coalesced: the call returns
+// at once, and the last value is written when the interval has passed.
 func (s jobStore) UpdateProgress(ctx context.Context, j *job.Job, percent float64) error {
 	q := s.q
 	if err := q.beginJob(ctx); err != nil {
 		return err
 	}
+	if p := q.processor(); p != nil {
+		if rn := p.runOf(j.ID, j.ProcessCount); rn != nil {
+			_, err := p.progress(ctx, rn, j, percent)
+			return err
+		}
+	}
+	return q.writeProgress(ctx, j, percent, true)
+}
+
+// writeProgress writes a progress report, moves the job's lease and restarts its timeout.
+// With refresh, j is updated to the stored job; a trailing write runs beside the handler,
+// which owns j, and leaves it alone.
+func (q *Queue) writeProgress(ctx context.Context, j *job.Job, percent float64, refresh bool) error {
 	e := job.NewLog(j, q.id, nil, job.MessageProgress, job.Information, job.Active)
 	trunc := job.TruncatedLog(j, q.id, q.cfg.limitJobLogs, job.Active)
 	term := q.table().Get(j.ID).Update(func(row r.Term) any {
@@ -103,7 +118,7 @@ func (s jobStore) UpdateProgress(ctx context.Context, j *job.Job, percent float6
 		return r.Branch(ownedBy(row, j.ProcessCount), map[string]any{
 			"queueId":    q.id,
 			"progress":   percent,
-			"dateEnable": r.Now().Add(row.Field("timeout").Div(1000)).Add(row.Field("retryDelay").Div(1000).Mul(row.Field("retryCount"))),
+			"dateEnable": q.leaseEnd(row),
 			"log":        q.appendLog(row.Field("log"), entry, trunc.Document()),
 		}, map[string]any{})
 	}, r.UpdateOpts{ReturnChanges: true})
@@ -115,8 +130,10 @@ func (s jobStore) UpdateProgress(ctx context.Context, j *job.Job, percent float6
 		return fmt.Errorf("%w: job %s in the database", job.ErrNotActive, j.ID)
 	}
 	run := j.ProcessCount
-	if err := q.refresh(j, res); err != nil {
-		return err
+	if refresh {
+		if err := q.refresh(j, res); err != nil {
+			return err
+		}
 	}
 	if p := q.processor(); p != nil {
 		p.touched(j.ID, run)

@@ -70,10 +70,9 @@ func (q *Queue) shutdown(ctx context.Context, last func() error) error {
 	q.endLife()
 	waitErr := wait(ctx, q.ops.Wait, q.background.Wait)
 	if p := q.processor(); p != nil {
-		if waitErr == nil {
-			waitErr = p.stop(ctx)
-		} else {
-			p.abort(ErrStopped)
+		// With ctx over already, this gives up at once: the runs are cut off.
+		if err := p.stop(ctx); waitErr == nil {
+			waitErr = err
 		}
 	}
 	q.endFeed()

@@ -1,13 +1,10 @@
 package queue
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"reflect"
 	"time"
-
-	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
@@ -15,9 +12,17 @@ import (
 // finish records what the handler returned.
 func (p *processor) finish(rn *run, result any, err error) {
 	switch {
+	case err != nil && isNilPointer(err):
+		// (nil, (*MyErr)(nil)) is a non-nil error whose methods may not bear calling; the
+		// handler meant something, but not a success it never returned.
+		p.failed(rn, fmt.Errorf("handler returned a nil %T as its error", err))
 	case err != nil:
 		if reason, ok := job.CancelReason(err); ok {
 			p.cancelledByHandler(rn, reason)
+			return
+		}
+		if errors.Is(err, ErrPassBack) {
+			p.passBack(rn)
 			return
 		}
 		p.failed(rn, err)
@@ -28,22 +33,51 @@ func (p *processor) finish(rn *run, result any, err error) {
 	}
 }
 
-// outcome is one run's result as it is written.
+// isNilPointer reports whether v holds a nil pointer, map, slice, func or chan.
+func isNilPointer(v any) bool {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// outcome is a run's result, waiting to be written by the processing loop together with
+// the other outcomes that finish meanwhile (see commit.go).
 type outcome struct {
-	t       job.Transition
-	entry   job.LogEntry
-	now     time.Time
-	success bool
+	rn *run
+	// set holds the top-level fields the write sets; the log entry is appended to the log.
+	set   map[string]any
+	entry map[string]any
+	trunc map[string]any
+	// stamp is the outcome's dateFinished, by which a write whose answer was lost is
+	// recognized as this outcome's.
+	stamp time.Time
+	// event is raised once the write lands.
+	event     EventType
+	repeating bool
+	// finished is true when the job ends in a finished status.
+	finished bool
+	// tries counts writes of this outcome that failed; after one, the outcome may be in
+	// the database already.
+	tries int
 }
 
 // completed records a successful run: completed with progress 100, or waiting for the next
-// repeat.
+// repeat. A result that cannot be stored is left out of the log entry, which says why.
 func (p *processor) completed(rn *run, result any) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	t := job.AfterSuccess(&rn.claimed, now)
-	entry := job.NewLog(&rn.claimed, p.q.id, result, job.MessageCompleted, t.LogType, t.Status).
+	message := job.MessageCompleted
+	if err := job.CheckValue(result); err != nil {
+		p.q.log.Warn("a handler's result cannot be stored; the job completes without it", "job", rn.claimed.ID, "err", err)
+		result, message = nil, job.MessageCompleted+" (its result was not stored: "+err.Error()+")"
+	}
+	entry := job.NewLog(&rn.claimed, p.q.id, result, message, t.LogType, t.Status).
 		WithDuration(runTime(rn.claimed, now))
-	p.write(rn, outcome{t: t, entry: entry, now: now, success: true})
+	event := EventCompleted
+	p.enqueue(p.transition(rn, t, entry, now, event))
 }
 
 // failed records a failed run: failed for a retry, waiting for the next repeat, or
@@ -53,7 +87,7 @@ func (p *processor) failed(rn *run, err error) {
 	t := job.AfterFailure(&rn.claimed, now)
 	claimed := rn.claimed
 	claimed.RetryCount = t.RetryCount
-	message, stack := err.Error(), job.MessageNoErrorStack
+	message, stack := errorText(err), job.MessageNoErrorStack
 	var pe *PanicError
 	if errors.As(err, &pe) {
 		stack = string(pe.Stack)
@@ -65,8 +99,64 @@ func (p *processor) failed(rn *run, err error) {
 	entry := job.NewLog(&claimed, p.q.id, data, job.MessageFailed, t.LogType, t.Status).
 		WithDuration(runTime(rn.claimed, now)).
 		WithError(message, stack)
-	p.q.log.Info("job failed", "job", rn.claimed.ID, "err", err, "status", t.Status)
-	p.write(rn, outcome{t: t, entry: entry, now: now})
+	p.q.log.Info("job failed", "job", rn.claimed.ID, "err", message, "status", t.Status)
+	event := EventTerminated
+	if t.Retry || t.Repeating {
+		event = EventFailed
+	}
+	p.enqueue(p.transition(rn, t, entry, now, event))
+}
+
+// transition is the outcome that applies t to the run's job.
+func (p *processor) transition(rn *run, t job.Transition, entry job.LogEntry, now time.Time, event EventType) *outcome {
+	return &outcome{
+		rn: rn,
+		set: map[string]any{
+			"status":       string(t.Status),
+			"dateEnable":   t.DateEnable,
+			"dateFinished": now,
+			"retryCount":   t.RetryCount,
+			"progress":     t.Progress,
+			"queueId":      p.q.id,
+		},
+		entry:     entry.Document(),
+		trunc:     job.TruncatedLog(&rn.claimed, p.q.id, p.q.cfg.limitJobLogs, t.Status).Document(),
+		stamp:     now,
+		event:     event,
+		repeating: t.Repeating,
+		finished:  t.Status.Finished(),
+	}
+}
+
+// cancelledByHandler cancels a job whose handler returned job.Cancel(reason).
+func (p *processor) cancelledByHandler(rn *run, reason string) {
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	entry := job.NewLog(&rn.claimed, p.q.id, nil, reason, job.Information, job.Cancelled)
+	entry.Date = now
+	p.enqueue(&outcome{
+		rn: rn,
+		set: map[string]any{
+			"status":       string(job.Cancelled),
+			"dateFinished": now,
+			"queueId":      p.q.id,
+		},
+		entry:    entry.Document(),
+		trunc:    job.TruncatedLog(&rn.claimed, p.q.id, p.q.cfg.limitJobLogs, job.Cancelled).Document(),
+		stamp:    now,
+		event:    EventCancelled,
+		finished: true,
+	})
+}
+
+// errorText is err's message; an Error method that panics (a method on a nil receiver,
+// say) gives a message that says so instead of taking the process down.
+func errorText(err error) (msg string) {
+	defer func() {
+		if v := recover(); v != nil {
+			msg = fmt.Sprintf("%T.Error() panicked: %v", err, v)
+		}
+	}()
+	return err.Error()
 }
 
 // errorName names an error's type, as the original's serialized errors carry a name.
@@ -85,74 +175,16 @@ func runTime(j job.Job, now time.Time) time.Duration {
 	return max(now.Sub(j.DateStarted), 0)
 }
 
-// write stores a run's outcome, if the run still owns the job: status active and the
-// process count of its claim. A job cancelled, failed by the Master's review or claimed
-// again meanwhile is left as the other party left it.
-func (p *processor) write(rn *run, o outcome) {
-	q, id := p.q, rn.claimed.ID
-	trunc := job.TruncatedLog(&rn.claimed, q.id, q.cfg.limitJobLogs, o.t.Status)
-	update := func(row r.Term) any {
-		return r.Branch(ownedBy(row, rn.claimed.ProcessCount), map[string]any{
-			"status":       string(o.t.Status),
-			"dateEnable":   o.t.DateEnable,
-			"dateFinished": o.now,
-			"retryCount":   o.t.RetryCount,
-			"progress":     o.t.Progress,
-			"log":          q.appendLog(row.Field("log"), o.entry.Document(), trunc.Document()),
-			"queueId":      q.id,
-		}, nil)
-	}
-	res, err := q.write(p.hard, q.table().Get(id).Update(update))
-	if err != nil {
-		q.log.Error("recording a job's outcome failed; the Master's review will recover the job", "job", id, "err", err)
-		q.emit(Event{Type: EventError, JobID: id, Err: fmt.Errorf("queue %s: record outcome of job %s: %w", q.cfg.name, id, err)})
-		return
-	}
-	if res.Replaced == 0 {
-		q.log.Info("job changed elsewhere while it ran; its outcome is dropped", "job", id)
-		return
-	}
-	typ := EventCompleted
-	switch {
-	case o.success:
-	case o.t.Retry || o.t.Repeating:
-		typ = EventFailed
-	default:
-		typ = EventTerminated
-	}
-	q.emit(Event{Type: typ, JobID: id, IsRepeating: o.t.Repeating})
-	if o.t.Status.Finished() && q.cfg.removeImmediately() {
-		if err := q.delete(p.hard, []string{id}); err != nil {
-			q.emit(Event{Type: EventError, JobID: id, Err: err})
-		}
-	}
-}
-
-// cancelledByHandler cancels a job whose handler returned job.Cancel(reason), if the run
-// still owns it.
-func (p *processor) cancelledByHandler(rn *run, reason string) {
-	q, id := p.q, rn.claimed.ID
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	res, err := q.write(p.hard, q.table().Get(id).Update(func(row r.Term) any {
-		return r.Branch(ownedBy(row, rn.claimed.ProcessCount), q.cancelFields(row, now, reason), nil)
-	}))
-	switch {
-	case err != nil:
-		q.emit(Event{Type: EventError, JobID: id, Err: fmt.Errorf("queue %s: cancel job %s: %w", q.cfg.name, id, err)})
-	case res.Replaced == 0:
-		q.log.Info("job changed elsewhere while it ran; its cancel is dropped", "job", id)
-	default:
-		if err := q.cancelled(p.hard, []string{id}, map[string]int{id: rn.claimed.ProcessCount}); err != nil {
-			q.emit(Event{Type: EventError, JobID: id, Err: err})
-		}
-	}
-}
-
-// passBack saves a job its handler returned unfinished, back to waiting.
+// passBack saves a job its handler returned unfinished, back to waiting. The job is
+// checked as Job.Update checks it; an invalid one fails instead, with the reason.
 func (p *processor) passBack(rn *run) {
 	q, j := p.q, rn.job
 	if j.Status == job.Active {
 		j.Status = job.Waiting
+	}
+	if err := j.Validate(); err != nil {
+		p.failed(rn, fmt.Errorf("the job passed back is not valid: %w", err))
+		return
 	}
 	j.Log = append(j.Log, job.NewLog(j, q.id, map[string]any{}, job.MessagePassBack, job.Information, ""))
 	e := job.NewLog(j, q.id, nil, job.MessageUpdated, job.Information, "")
@@ -162,55 +194,4 @@ func (p *processor) passBack(rn *run) {
 	case err != nil:
 		q.emit(Event{Type: EventError, JobID: j.ID, Err: err})
 	}
-}
-
-// stop ends the processor for Stop: it waits for the running jobs and their handlers
-// (also those that outlived their run, past a timeout) until ctx ends, and then cancels
-// them with cause ErrStopped.
-func (p *processor) stop(ctx context.Context) error {
-	err := p.waitIdle(ctx)
-	if err == nil {
-		err = wait(ctx, p.handlers.Wait)
-	}
-	if err != nil {
-		p.abort(ErrStopped)
-	}
-	return err
-}
-
-// dropDisowned ends the runs whose jobs are no longer theirs in the database (cancelled,
-// removed, recovered by a review), as their handlers' contexts would have been had the
-// feed not been down.
-func (p *processor) dropDisowned(ctx context.Context) error {
-	p.mu.Lock()
-	runs := make([]*run, 0, len(p.running))
-	ids := make([]any, 0, len(p.running))
-	for rn := range p.running {
-		runs = append(runs, rn)
-		ids = append(ids, rn.claimed.ID)
-	}
-	p.mu.Unlock()
-	if len(ids) == 0 {
-		return nil
-	}
-	var docs []struct {
-		ID           string `rethinkdb:"id"`
-		Status       string `rethinkdb:"status"`
-		ProcessCount int    `rethinkdb:"processCount"`
-	}
-	if err := p.q.readAll(ctx, p.q.table().GetAll(ids...).Pluck("id", "status", "processCount"), &docs); err != nil {
-		return err
-	}
-	owned := make(map[string]int, len(docs))
-	for _, d := range docs {
-		if d.Status == string(job.Active) {
-			owned[d.ID] = d.ProcessCount
-		}
-	}
-	for _, rn := range runs {
-		if pc, ok := owned[rn.claimed.ID]; !ok || pc != rn.claimed.ProcessCount {
-			p.settle(rn, func() { rn.cancel(job.ErrCancelled) })
-		}
-	}
-	return nil
 }

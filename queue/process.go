@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -69,15 +70,22 @@ func (e *PanicError) Unwrap() error {
 // maxClaimBackoff bounds the wait between claims that fail (database unreachable, say).
 const maxClaimBackoff = 30 * time.Second
 
-// processor runs the queue's handler: one loop claims jobs, never two claims at once, and
-// each claimed job runs in a goroutine of its own.
+// ErrPassBack, returned by a handler as its error, passes the job back: it is saved as it
+// is, with status active turned into waiting, as when the handler returns the job itself.
+var ErrPassBack = errors.New("queue: job passed back by its handler")
+
+// processor runs the queue's handler. One loop sends every claim and outcome write, one
+// query at a time (see commit.go); each claimed job runs in a goroutine of its own.
 type processor struct {
 	q       *Queue
 	handler Handler
-	// wake asks the loop to claim; a send never blocks (capacity 1).
+	// wake asks the loop to go round; a send never blocks (capacity 1).
 	wake chan struct{}
+	// quit ends the loop once Stop has waited for the runs and their outcomes; done is
+	// closed when the loop has ended.
+	quit, done chan struct{}
 
-	// hard ends every run's context and outcome write when Stop gives up waiting.
+	// hard ends every run's context and the loop's queries when Stop gives up waiting.
 	hard  context.Context
 	abort context.CancelCauseFunc
 
@@ -85,14 +93,29 @@ type processor struct {
 	// running holds the runs in progress. It is keyed by run, not job id: a job can be
 	// claimed again, by this queue too, while its previous run is still being settled.
 	running map[*run]struct{}
-	// claiming is set while a claim query is out, whose jobs will start running: Pause and
-	// Stop wait for it as for a run.
+	// outs are the outcomes waiting for the next commit; writing counts those in the
+	// commit under way. Pause and Stop wait for both.
+	outs    []*outcome
+	writing int
+	// claiming is set while a claim is out, whose jobs will start running: Pause and Stop
+	// wait for it as for a run.
 	claiming bool
-	// drained is closed and replaced each time a run ends or a claim returns, for waitIdle.
+	// drained is closed and replaced each time a run ends, a commit returns or a claim
+	// returns, for waitIdle.
 	drained chan struct{}
 	// handlers counts handler goroutines, which may outlive their run (a handler that
 	// ignores its cancelled context).
 	handlers sync.WaitGroup
+
+	// The loop's own state.
+	// lost are candidates of a commit whose answer was lost: the write may have claimed
+	// them.
+	lost []string
+	// skip holds due documents that cannot be claimed (not well formed), left out of
+	// claims until their entry expires; reported holds the ids already reported.
+	skip     map[string]time.Time
+	reported map[string]bool
+	backoff  time.Duration
 }
 
 // run is one claimed job being processed.
@@ -105,6 +128,8 @@ type run struct {
 	// settled is set by the first of handler return, timeout and cancel; the others then
 	// do nothing (a handler that cancels its own job reaches settle twice).
 	settled atomic.Bool
+	// progress throttles the run's progress writes (see progress.go).
+	progress progressState
 }
 
 // Process starts processing the queue's jobs with handler, up to Concurrency at a time,
@@ -124,15 +149,18 @@ func (q *Queue) Process(handler Handler) error {
 		return ErrProcessTwice
 	}
 	p := &processor{
-		q:       q,
-		handler: handler,
-		wake:    make(chan struct{}, 1),
-		running: make(map[*run]struct{}),
-		drained: make(chan struct{}),
+		q:        q,
+		handler:  handler,
+		wake:     make(chan struct{}, 1),
+		quit:     make(chan struct{}),
+		done:     make(chan struct{}),
+		running:  make(map[*run]struct{}),
+		drained:  make(chan struct{}),
+		skip:     make(map[string]time.Time),
+		reported: make(map[string]bool),
 	}
 	p.hard, p.abort = context.WithCancelCause(context.Background())
 	q.proc = p
-	q.background.Add(1)
 	go p.loop()
 	return nil
 }
@@ -144,7 +172,7 @@ func (q *Queue) processor() *processor {
 	return q.proc
 }
 
-// signal asks the loop to claim again soon.
+// signal asks the loop to go round soon.
 func (p *processor) signal() {
 	select {
 	case p.wake <- struct{}{}:
@@ -160,38 +188,30 @@ func (q *Queue) wakeProcessing() {
 	}
 }
 
+// loop sends the claims and the outcome writes until Stop has waited for the runs and
+// their outcomes (quit), or gave up waiting (hard).
 func (p *processor) loop() {
 	q := p.q
-	defer q.background.Done()
-	if q.Ready(q.life) != nil {
-		return
-	}
-	if !q.cfg.master() {
+	defer close(p.done)
+	if q.Ready(q.life) == nil && !q.cfg.master() {
 		// Recover what crashed workers left behind before taking new work, as the original
 		// does; a master reviews on its own schedule.
-		if _, err := q.review(q.life); err != nil {
+		if _, err := q.review(q.life); err != nil && q.life.Err() == nil {
 			q.log.Warn("review before processing failed", "err", err)
 		}
 	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	backoff := time.Duration(0)
 	for {
 		select {
-		case <-q.life.Done():
+		case <-p.quit:
+			return
+		case <-p.hard.Done():
 			return
 		case <-p.wake:
 		case <-timer.C:
 		}
-		next, err := p.tick()
-		if err != nil && q.life.Err() == nil {
-			backoff = min(max(2*backoff, 100*time.Millisecond), maxClaimBackoff)
-			next = backoff
-			q.log.Warn("claiming jobs failed", "err", err, "retry in", backoff)
-			q.emit(Event{Type: EventError, Err: err})
-		} else if err == nil {
-			backoff = 0
-		}
+		next := p.tick()
 		timer.Stop()
 		if next >= 0 {
 			timer.Reset(next)
@@ -199,51 +219,129 @@ func (p *processor) loop() {
 	}
 }
 
-// tick claims what the free slots allow and starts the jobs. It returns when to claim
-// again: 0 for at once, a positive wait for the next delayed job, -1 to wait for a wake.
-func (p *processor) tick() (time.Duration, error) {
+// tick writes the outcomes waiting, claims what the free slots allow and starts the jobs.
+// It returns when to go round again: 0 for at once, a positive wait (for the next delayed
+// job, or after a failure), -1 to wait for a wake.
+func (p *processor) tick() time.Duration {
 	q := p.q
-	free, ok := p.beginClaim()
-	if !ok {
-		return -1, nil
+	if q.Ready(p.hard) != nil {
+		return -1
 	}
-	// The claim must not be cut off by a graceful Stop: the server would still switch the
-	// jobs to active, and with the answer lost they would wait for the Master's review.
-	// Stop waits for the loop instead, and then for the jobs claimed here. A Stop that
-	// gives up (p.hard ends) abandons the claim: its jobs are left to the review.
 	ctx, cancel := context.WithTimeout(p.hard, claimTimeout)
-	c, err := q.claim(ctx, free)
-	cancel()
-	if p.hard.Err() != nil {
-		c.jobs = nil
+	defer cancel()
+	if len(p.lost) > 0 {
+		if err := p.adoptLost(ctx); err != nil {
+			return p.failedTick(err)
+		}
 	}
-	for _, j := range c.jobs {
+	free, claiming := p.beginClaim()
+	var c candidates
+	var readErr error
+	if claiming {
+		if c, readErr = q.readCandidates(ctx, free, p.skipList()); readErr != nil {
+			c = candidates{}
+		}
+	}
+	outs := p.takeOutcomes()
+	if len(outs) == 0 && len(c.IDs) == 0 {
+		if claiming {
+			p.endClaim()
+		}
+		if readErr != nil {
+			return p.failedTick(readErr)
+		}
+		if claiming {
+			return p.idle(ctx, c)
+		}
+		return -1
+	}
+	res, err := q.commit(ctx, outs, c.IDs)
+	if err != nil {
+		// Whether the write landed is unknown: write the outcomes again, and look for the
+		// candidates' claims, before anything else.
+		p.lost = append(p.lost, c.IDs...)
+		p.putBack(outs)
+		if claiming {
+			p.endClaim()
+		}
+		return p.failedTick(err)
+	}
+	again := p.written(ctx, outs, res)
+	jobs := p.decodeClaimed(res)
+	if p.hard.Err() != nil {
+		jobs = nil
+	}
+	for _, j := range jobs {
 		q.emit(Event{Type: EventActive, JobID: j.ID})
 		p.start(j)
 	}
-	p.endClaim()
-	if err != nil {
-		return 0, err
+	if claiming {
+		p.endClaim()
 	}
-	if c.unreadable != nil {
-		// Documents this library cannot read or update (written by hand, say) would be
-		// found again by every claim: back off like a failed claim, the good jobs started.
-		return 0, c.unreadable
+	p.noteMalformed(res.Malformed)
+	if res.Errors > 0 && res.FirstError != nil {
+		q.emit(Event{Type: EventError, Err: fmt.Errorf("queue %s: write outcomes and claim jobs: %d documents failed: %s", q.cfg.name, res.Errors, *res.FirstError)})
 	}
+	p.backoff = 0
+	next := time.Duration(-1)
 	switch {
-	case len(c.jobs) == free, c.candidates > len(c.jobs):
+	case readErr != nil:
+		return p.failedTick(readErr)
+	case !claiming:
+	case len(jobs) == free, len(c.IDs) > len(jobs)+len(res.Malformed):
 		// Every slot filled, or other queues took some candidates: there may be more.
-		return 0, nil
-	case len(c.jobs) == 0 && p.runningCount() == 0:
-		q.emit(Event{Type: EventIdle})
+		return 0
+	default:
+		next = p.idle(ctx, c)
 	}
-	if c.nextIn > 0 {
-		return c.nextIn, nil
+	if !again.IsZero() {
+		// A job this commit put back for a retry or a repeat falls due then.
+		wait := max(time.Until(again), 0)
+		if next < 0 || wait < next {
+			next = wait
+		}
 	}
-	return -1, nil
+	return next
 }
 
-// claimTimeout bounds one claim query, which Stop cannot cut short.
+// idle handles a claim that came back short: the queue raises idle when nothing runs, and
+// sleeps until the next delayed job falls due, or until woken.
+func (p *processor) idle(ctx context.Context, c candidates) time.Duration {
+	q := p.q
+	if p.runningCount() == 0 {
+		q.emit(Event{Type: EventIdle})
+	}
+	next := time.Time{}
+	if c.NextDue != nil {
+		next = *c.NextDue
+	} else if !c.Whole {
+		var err error
+		if next, err = q.readNextDue(ctx); err != nil {
+			return p.failedTick(err)
+		}
+	}
+	if next.IsZero() {
+		return -1
+	}
+	// The server's clock decided what is due; a little slack covers the two clocks
+	// disagreeing by a few milliseconds.
+	return max(time.Until(next), 0) + 5*time.Millisecond
+}
+
+// failedTick reports a failed query and returns the backoff before the next try.
+func (p *processor) failedTick(err error) time.Duration {
+	q := p.q
+	if p.hard.Err() != nil {
+		return -1
+	}
+	p.backoff = min(max(2*p.backoff, 100*time.Millisecond), maxClaimBackoff)
+	wait := p.backoff/2 + rand.N(p.backoff/2+1)
+	q.log.Warn("processing query failed", "err", err, "retry in", wait)
+	q.emit(Event{Type: EventError, Err: err})
+	return wait
+}
+
+// claimTimeout bounds one query of the loop, which Stop cannot cut short.
 const claimTimeout = time.Minute
 
 // beginClaim reports how many jobs to claim, and marks the claim as under way; ok is false
@@ -319,7 +417,9 @@ func (p *processor) call(ctx context.Context, j *job.Job) (result any, err error
 }
 
 // settle ends a run once, whichever comes first: the handler's return, the timeout, or a
-// cancel. outcome records it; then the run's slot is freed and the loop woken.
+// cancel. outcome records it (most outcomes are queued for the loop's next commit); then
+// the run's slot is freed and the loop woken, which writes the outcome and claims for the
+// slot in one query.
 func (p *processor) settle(rn *run, outcome func()) {
 	if !rn.settled.CompareAndSwap(false, true) {
 		return
@@ -327,6 +427,7 @@ func (p *processor) settle(rn *run, outcome func()) {
 	p.mu.Lock()
 	rn.timer.Stop()
 	p.mu.Unlock()
+	rn.progress.stop()
 	outcome()
 	rn.cancel(context.Canceled)
 	p.mu.Lock()
@@ -334,6 +435,35 @@ func (p *processor) settle(rn *run, outcome func()) {
 	p.changed()
 	p.mu.Unlock()
 	p.signal()
+}
+
+// enqueue queues an outcome for the loop's next commit.
+func (p *processor) enqueue(o *outcome) {
+	p.mu.Lock()
+	p.outs = append(p.outs, o)
+	p.mu.Unlock()
+}
+
+// takeOutcomes hands the outcomes waiting to the loop's commit.
+func (p *processor) takeOutcomes() []*outcome {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	outs := p.outs
+	p.outs = nil
+	p.writing += len(outs)
+	return outs
+}
+
+// putBack queues again the outcomes of a commit that failed.
+func (p *processor) putBack(outs []*outcome) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, o := range outs {
+		o.tries++
+	}
+	p.outs = append(outs, p.outs...)
+	p.writing -= len(outs)
+	p.changed()
 }
 
 // timeout fails a run whose timeout passed, at that moment.
@@ -382,21 +512,66 @@ func (p *processor) touched(id string, processCount int) {
 	}
 }
 
-// waitIdle waits until no job is running or about to (claimed), or ctx ends.
+// waitIdle waits until no job is running or about to (claimed), and no outcome waits to
+// be written, or ctx ends.
 func (p *processor) waitIdle(ctx context.Context) error {
 	for {
 		p.mu.Lock()
-		busy, drained := len(p.running) > 0 || p.claiming, p.drained
+		busy, drained := len(p.running) > 0 || p.claiming || len(p.outs) > 0 || p.writing > 0, p.drained
 		p.mu.Unlock()
 		if !busy {
 			return nil
 		}
+		p.signal()
 		select {
 		case <-drained:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
+}
+
+// stop ends the processor for Stop: it waits for the running jobs, their outcomes and their
+// handlers (also those that outlived their run, past a timeout) until ctx ends, and then
+// cancels them with cause ErrStopped; the loop ends either way.
+func (p *processor) stop(ctx context.Context) error {
+	err := p.waitIdle(ctx)
+	if err == nil {
+		err = wait(ctx, p.handlers.Wait)
+	}
+	if err != nil {
+		p.abort(ErrStopped)
+	}
+	close(p.quit)
+	<-p.done
+	return err
+}
+
+// dropDisowned ends the runs whose jobs are no longer theirs in the database (cancelled,
+// removed, recovered by a review), as their handlers' contexts would have been had the
+// feed not been down.
+func (p *processor) dropDisowned(ctx context.Context) error {
+	p.mu.Lock()
+	runs := make([]*run, 0, len(p.running))
+	ids := make([]string, 0, len(p.running))
+	for rn := range p.running {
+		runs = append(runs, rn)
+		ids = append(ids, rn.claimed.ID)
+	}
+	p.mu.Unlock()
+	if len(ids) == 0 {
+		return nil
+	}
+	stamps, err := p.q.readStamps(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for _, rn := range runs {
+		if d, ok := stamps[rn.claimed.ID]; !ok || d.Status != string(job.Active) || int(d.ProcessCount) != rn.claimed.ProcessCount {
+			p.settle(rn, func() { rn.cancel(job.ErrCancelled) })
+		}
+	}
+	return nil
 }
 
 // Running returns how many jobs the queue is processing now.

@@ -143,7 +143,8 @@ func TestABadDocumentDoesNotStopGoodJobs(t *testing.T) {
 	f.setRaw(t, bad.ID, map[string]any{"timeout": "five minutes", "priority": 10})
 	require.NoError(t, f.q.Process(func(ctx context.Context, j *job.Job) (any, error) { return nil, nil }))
 	waitForAll(t, events, queue.EventCompleted, jobs...)
-	assert.ErrorContains(t, waitFor(t, errs, queue.EventError, "").Err, "claim jobs", "the bad document is reported")
+	reported := waitFor(t, errs, queue.EventError, bad.ID)
+	assert.ErrorIs(t, reported.Err, job.ErrInvalidDocument, "the bad document is reported, with its id")
 	assert.Equal(t, "waiting", f.rawDoc(t, bad.ID)["status"], "the bad document is left as it was")
 }
 

@@ -1,0 +1,313 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// A commit is the one write the processing loop sends at a time: the outcomes of the runs
+// that finished since the last one, and the claim of the jobs for the slots they and
+// others freed, all in one update of one getAll. On a real RethinkDB a write query costs
+// one flush (about 1.5 ms with hard durability) plus about 0.1 ms per document, so
+// outcomes that finish close together are group-committed: an outcome waits at most for
+// the commit already in flight, and a busy queue writes many outcomes and claims many
+// jobs per flush.
+//
+// Each outcome is guarded by ownership: it is applied only while the job is still active
+// in the run that made its processCount, so a job cancelled, failed by a review or claimed
+// again meanwhile is left as the other party left it. Nothing in the update can raise an
+// error for one document (a log that is not an array is replaced; claims skip documents
+// that are not well formed), so the write cannot fail half-way for a reason unrelated to
+// it.
+//
+// When a commit fails, whether it landed is unknown. Its outcomes are written again: the
+// ownership guard makes a second write of an outcome that did land a no-op, and its stamp
+// (dateFinished, queueId) tells that it was this outcome's, so its event is raised once.
+// Its candidates are read again: those found active in this queue's name and not running
+// here were claimed by the lost write, and run.
+
+// commitResult is what a commit did.
+type commitResult struct {
+	// Done are the ids of the outcomes written.
+	Done []string `rethinkdb:"done"`
+	// Claimed are the jobs claimed, with their place in the index before the claim.
+	Claimed []claimedDoc `rethinkdb:"claimed"`
+	// Malformed are candidates that were due but are not well formed.
+	Malformed []string `rethinkdb:"malformed"`
+	// Errors and FirstError report per-document write errors, which the update is built
+	// never to raise.
+	Errors     int     `rethinkdb:"errors"`
+	FirstError *string `rethinkdb:"firstError"`
+}
+
+type claimedDoc struct {
+	Job map[string]any `rethinkdb:"job"`
+	Key claimKey       `rethinkdb:"key"`
+}
+
+// commitTerm writes outs and claims the candidates ids in one update.
+func (q *Queue) commitTerm(outs []*outcome, ids []string) r.Term {
+	byID := make(map[string]any, len(outs))
+	keys := make([]any, 0, len(outs)+len(ids))
+	for _, o := range outs {
+		id := o.rn.claimed.ID
+		byID[id] = map[string]any{"pc": o.rn.claimed.ProcessCount, "set": o.set, "entry": o.entry, "trunc": o.trunc}
+		keys = append(keys, id)
+	}
+	for _, id := range ids {
+		if _, ok := byID[id]; !ok {
+			keys = append(keys, id)
+		}
+	}
+	outcomes := r.Expr(byID)
+	isOutcome := func(id r.Term) r.Term { return outcomes.HasFields(id) }
+	write := q.table().GetAll(keys...).Update(func(row r.Term) any {
+		id := row.Field("id")
+		return r.Branch(isOutcome(id), q.outcomeUpdate(row, outcomes.Field(id)), q.claimUpdate(row))
+	}, r.UpdateOpts{ReturnChanges: true})
+	return write.Do(func(res r.Term) r.Term {
+		changes := res.Field("changes").Default([]any{}).Filter(func(c r.Term) r.Term {
+			return c.Field("new_val").Default(nil).TypeOf().Eq("OBJECT")
+		})
+		idOf := func(c r.Term) r.Term { return c.Field("new_val").Field("id") }
+		claimed := changes.Filter(func(c r.Term) r.Term { return isOutcome(idOf(c)).Not() })
+		notClaimed := r.Expr(ids).SetDifference(claimed.Map(idOf))
+		return r.Expr(map[string]any{
+			"done": changes.Filter(func(c r.Term) r.Term { return isOutcome(idOf(c)) }).Map(idOf),
+			"claimed": claimed.Map(func(c r.Term) any {
+				return map[string]any{"job": c.Field("new_val"), "key": c.Field("old_val").Pluck("priority", "dateEnable", "dateCreated")}
+			}),
+			"malformed": r.Branch(notClaimed.IsEmpty(), []any{},
+				q.readTable().GetAll(r.Args(notClaimed)).Filter(func(doc r.Term) r.Term {
+					status := doc.Field("status").Default(nil)
+					return status.Eq(string(job.Waiting)).Or(status.Eq(string(job.Failed))).
+						And(doc.Field("dateEnable").Default(nil).Le(r.Now())).
+						And(wellFormed(doc).Not())
+				}).Field("id").CoerceTo("array")),
+			"errors":     res.Field("errors"),
+			"firstError": res.Field("first_error").Default(nil),
+		})
+	})
+}
+
+// outcomeUpdate applies the outcome o (an object term of commitTerm) to row if the run
+// still owns the job.
+func (q *Queue) outcomeUpdate(row, o r.Term) r.Term {
+	log := row.Field("log").Default(nil)
+	owned := row.Field("status").Default(nil).Eq(string(job.Active)).
+		And(row.Field("processCount").Default(nil).Eq(o.Field("pc")))
+	return r.Branch(owned, o.Field("set").Merge(map[string]any{
+		"log": r.Branch(log.TypeOf().Eq("ARRAY"),
+			q.appendLog(log, o.Field("entry"), o.Field("trunc")),
+			r.Expr([]any{}).Append(o.Field("entry"))),
+	}), nil)
+}
+
+// commit runs commitTerm.
+func (q *Queue) commit(ctx context.Context, outs []*outcome, ids []string) (commitResult, error) {
+	var res commitResult
+	if err := q.readOne(ctx, q.commitTerm(outs, ids), &res); err != nil {
+		what := "write outcomes and claim jobs"
+		switch {
+		case len(ids) == 0:
+			what = "write outcomes"
+		case len(outs) == 0:
+			what = "claim jobs"
+		}
+		return commitResult{}, fmt.Errorf("queue %s: %s: %w", q.cfg.name, what, err)
+	}
+	return res, nil
+}
+
+// stampedDoc is what tells whether a job holds a given outcome or claim of this queue.
+type stampedDoc struct {
+	ID           string     `rethinkdb:"id"`
+	Status       string     `rethinkdb:"status"`
+	QueueID      string     `rethinkdb:"queueId"`
+	ProcessCount float64    `rethinkdb:"processCount"`
+	DateFinished *time.Time `rethinkdb:"dateFinished"`
+}
+
+// readStamps reads the stamps of the jobs ids, on the primary.
+func (q *Queue) readStamps(ctx context.Context, ids []string) (map[string]stampedDoc, error) {
+	var docs []stampedDoc
+	err := q.readAll(ctx, q.table().GetAll(anys(ids)...).Pluck("id", "status", "queueId", "processCount", "dateFinished"), &docs)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]stampedDoc, len(docs))
+	for _, d := range docs {
+		byID[d.ID] = d
+	}
+	return byID, nil
+}
+
+// readClaimedHere reads the jobs of ids that are active in this queue's name, for the
+// claims of a commit whose answer was lost.
+func (q *Queue) readClaimedHere(ctx context.Context, ids []string) ([]map[string]any, error) {
+	var docs []map[string]any
+	err := q.readAll(ctx, q.table().GetAll(anys(ids)...).Filter(map[string]any{"status": string(job.Active), "queueId": q.id}), &docs)
+	return docs, err
+}
+
+// written follows a commit's outcomes: the events of those written, the removal of
+// finished jobs when the queue removes them at once, and the outcomes that found their job
+// changed elsewhere, or (after a failed commit) already written. It returns the earliest
+// dateEnable of the jobs it put back to waiting or failed (for a retry or a repeat),
+// which the claim that went with the commit could not see yet; zero when none.
+func (p *processor) written(ctx context.Context, outs []*outcome, res commitResult) (again time.Time) {
+	q := p.q
+	done := make(map[string]bool, len(res.Done))
+	for _, id := range res.Done {
+		done[id] = true
+	}
+	var retried []string
+	for _, o := range outs {
+		if !done[o.rn.claimed.ID] && o.tries > 0 {
+			retried = append(retried, o.rn.claimed.ID)
+		}
+	}
+	if len(retried) > 0 {
+		// A failed commit may have written these already: their stamp tells.
+		if stamps, err := q.readStamps(ctx, retried); err == nil {
+			for _, o := range outs {
+				d, ok := stamps[o.rn.claimed.ID]
+				if ok && d.QueueID == q.id && d.DateFinished != nil && d.DateFinished.Equal(o.stamp) {
+					done[o.rn.claimed.ID] = true
+				}
+			}
+		}
+	}
+	var remove []string
+	for _, o := range outs {
+		id := o.rn.claimed.ID
+		if !done[id] {
+			q.log.Info("job changed elsewhere while it ran; its outcome is dropped", "job", id)
+			continue
+		}
+		q.emit(Event{Type: o.event, JobID: id, IsRepeating: o.repeating})
+		if at, ok := o.set["dateEnable"].(time.Time); ok && !o.finished && (again.IsZero() || at.Before(again)) {
+			again = at
+		}
+		if o.finished && q.cfg.removeImmediately() {
+			remove = append(remove, id)
+		}
+	}
+	p.mu.Lock()
+	p.writing -= len(outs)
+	p.changed()
+	p.mu.Unlock()
+	if len(remove) > 0 {
+		q.noteRemovals(remove)
+		if _, err := q.write(ctx, q.table().GetAll(anys(remove)...).Delete()); err != nil {
+			q.emit(Event{Type: EventError, Err: fmt.Errorf("queue %s: remove finished jobs: %w", q.cfg.name, err)})
+			return again
+		}
+		for _, id := range remove {
+			q.emit(Event{Type: EventRemoved, JobID: id})
+		}
+	}
+	return again
+}
+
+// decodeClaimed reads the jobs a commit claimed, in processing order. A claimed document
+// this library cannot read stays active for the Master's review, reported once.
+func (p *processor) decodeClaimed(res commitResult) []*job.Job {
+	q := p.q
+	jobs := make([]*job.Job, 0, len(res.Claimed))
+	keys := make(map[string]claimKey, len(res.Claimed))
+	for _, c := range res.Claimed {
+		j, err := job.FromDocument(q.store(), c.Job)
+		if err != nil {
+			id, _ := c.Job["id"].(string)
+			p.report(id, fmt.Errorf("queue %s: claimed job %s cannot be read; it is left active for the review: %w", q.cfg.name, id, err))
+			continue
+		}
+		jobs = append(jobs, j)
+		keys[j.ID] = c.Key
+	}
+	sortClaimed(jobs, keys)
+	return jobs
+}
+
+// adoptLost looks for the claims of a commit whose answer was lost, and runs them.
+func (p *processor) adoptLost(ctx context.Context) error {
+	q := p.q
+	docs, err := q.readClaimedHere(ctx, p.lost)
+	if err != nil {
+		return fmt.Errorf("queue %s: look for jobs a lost write claimed: %w", q.cfg.name, err)
+	}
+	p.lost = nil
+	running := make(map[string]bool)
+	p.mu.Lock()
+	for rn := range p.running {
+		running[rn.claimed.ID] = true
+	}
+	for _, o := range p.outs {
+		running[o.rn.claimed.ID] = true
+	}
+	p.mu.Unlock()
+	for _, doc := range docs {
+		j, err := job.FromDocument(q.store(), doc)
+		if err != nil || running[j.ID] {
+			continue
+		}
+		q.emit(Event{Type: EventActive, JobID: j.ID})
+		p.start(j)
+	}
+	return nil
+}
+
+// skipFor is how long a document that cannot be claimed is left out of claims before it
+// is looked at again (someone may have mended it).
+const skipFor = 10 * time.Minute
+
+// maxSkipped bounds the documents left out of claims, and maxReported the ids remembered
+// as reported, so that a table full of garbage cannot grow them without end.
+const (
+	maxSkipped  = 1000
+	maxReported = 10000
+)
+
+// noteMalformed leaves due documents that cannot be claimed out of the next claims, and
+// reports each once.
+func (p *processor) noteMalformed(ids []string) {
+	for _, id := range ids {
+		if len(p.skip) < maxSkipped {
+			p.skip[id] = time.Now().Add(skipFor)
+		}
+		p.report(id, fmt.Errorf("queue %s: job %s: %w: a field the queue needs is missing or of the wrong type; it is not processed until it is mended or removed", p.q.cfg.name, id, job.ErrInvalidDocument))
+	}
+}
+
+// report raises an error event and logs it, once per job id.
+func (p *processor) report(id string, err error) {
+	if p.reported[id] {
+		return
+	}
+	if len(p.reported) >= maxReported {
+		clear(p.reported)
+	}
+	p.reported[id] = true
+	p.q.log.Warn("job cannot be processed", "job", id, "err", err)
+	p.q.emit(Event{Type: EventError, JobID: id, Err: err})
+}
+
+// skipList returns the ids claims leave out, dropping expired entries.
+func (p *processor) skipList() []string {
+	now := time.Now()
+	ids := make([]string, 0, len(p.skip))
+	for id, until := range p.skip {
+		if now.After(until) {
+			delete(p.skip, id)
+			continue
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
