@@ -139,6 +139,7 @@ func TestNewInvalidOptions(t *testing.T) {
 // a second ahead of the clock.
 func TestNewCreationTimesIncreaseWithinASecond(t *testing.T) {
 	const n = 3000
+	clockCaughtUp(t)
 	prev := New(nil, nil, DefaultOptions())
 	for i := range n {
 		j := New(nil, nil, DefaultOptions())
@@ -154,14 +155,19 @@ func TestNewCreationTimesIncreaseWithinASecond(t *testing.T) {
 	}
 }
 
-func TestNewCreationTimesDistinctConcurrently(t *testing.T) {
-	const workers, each = 4, 100
-	// A burst before this test may have run the clock to its lead limit.
+// clockCaughtUp waits until the creation clock no longer runs ahead, as a burst before
+// the test may have left it.
+func clockCaughtUp(t *testing.T) {
 	require.Eventually(t, func() bool {
 		creationClock.Lock()
 		defer creationClock.Unlock()
 		return time.Until(creationClock.last) < 0
 	}, 2*time.Second, time.Millisecond)
+}
+
+func TestNewCreationTimesDistinctConcurrently(t *testing.T) {
+	const workers, each = 4, 100
+	clockCaughtUp(t)
 	var mu sync.Mutex
 	seen := make(map[time.Time]bool, workers*each)
 	var wg sync.WaitGroup
