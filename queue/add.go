@@ -2,7 +2,10 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
+	"sync"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
@@ -16,11 +19,31 @@ func (q *Queue) CreateJob(data any) *job.Job {
 	return job.New(q.store(), data, q.JobOptions())
 }
 
-// AddJob adds jobs to the queue in one insert. A job still at status Created becomes
-// Waiting, gets the log entry "Job added to the queue", and is stamped with this queue's
-// id. Every job is checked first (see job.Validate); when any is invalid, nil, given twice,
-// or already in the table (job.ErrExists), nothing is written. It returns the jobs it
-// added: the same objects, updated to what was stored.
+// The limits of one insert: RethinkDB refuses arrays of more than 100,000 elements and
+// very large queries, and an insert of a thousand documents already pays its flush over
+// many. Bigger batches are cut into chunks of addChunk jobs, addInFlight of them written
+// at once.
+const (
+	addChunk    = 1000
+	addInFlight = 4
+)
+
+// AddJob adds jobs to the queue. A job still at status Created becomes Waiting, gets the
+// log entry "Job added to the queue", and is stamped with this queue's id. It returns the
+// jobs it added: the same objects, updated to what was stored.
+//
+// Every job is checked first (see job.Validate): when any is invalid, nil or given twice,
+// nothing is written and the error wraps job.ErrInvalid. When a job with one of the ids
+// is in the table already, nothing is added and the error wraps job.ErrExists and names
+// the ids. That holds against jobs written before the call, and against another AddJob
+// writing the same ids at the same moment too: the jobs this call wrote are then removed
+// again, unless a worker has claimed one meanwhile (which the error says).
+//
+// Up to 1,000 jobs go in one query. A larger batch is written in chunks, several at once,
+// and is all-or-nothing in the same way: when a chunk fails, the jobs of the chunks that
+// were written are removed again. A failure of the server (not an answer about the
+// jobs) can leave that removal undone; the error then says how many jobs may have been
+// added.
 func (q *Queue) AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error) {
 	if err := checkNewJobs(jobs); err != nil {
 		return nil, err
@@ -45,16 +68,8 @@ func (q *Queue) AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error
 		docs[i] = saved.Document()
 		ids[i] = j.ID
 	}
-	present := q.table().GetAll(anys(ids)...).Field("id").CoerceTo("array")
-	term := present.Do(func(found r.Term) r.Term {
-		return r.Branch(found.IsEmpty(), q.table().Insert(docs), map[string]any{"exists": found})
-	})
-	res, err := q.write(ctx, term)
-	if err != nil {
-		return nil, fmt.Errorf("queue %s: add %d jobs: %w", q.cfg.name, len(jobs), err)
-	}
-	if len(res.Exists) > 0 {
-		return nil, fmt.Errorf("%w: %v (nothing was added)", job.ErrExists, res.Exists)
+	if err := q.insertAll(ctx, ids, docs); err != nil {
+		return nil, err
 	}
 	for i, j := range jobs {
 		j.Attach(q.store())
@@ -66,6 +81,129 @@ func (q *Queue) AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error
 	}
 	q.wakeProcessing()
 	return jobs, nil
+}
+
+// insertAll writes docs (whose ids are ids) in chunks, all or none.
+func (q *Queue) insertAll(ctx context.Context, ids []string, docs []any) error {
+	type chunk struct{ from, to int }
+	var chunks []chunk
+	for from := 0; from < len(docs); from += addChunk {
+		chunks = append(chunks, chunk{from, min(from+addChunk, len(docs))})
+	}
+	errs := make([]error, len(chunks))
+	var exists [][]string
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, addInFlight)
+	for i, c := range chunks {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			found, err := q.insertChunk(ctx, ids[c.from:c.to], docs[c.from:c.to])
+			mu.Lock()
+			defer mu.Unlock()
+			errs[i] = err
+			if len(found) > 0 {
+				exists = append(exists, found)
+			}
+		})
+	}
+	wg.Wait()
+	failed := errors.Join(errs...)
+	if failed == nil && len(exists) == 0 {
+		return nil
+	}
+	// Remove what this call wrote, as it wrote it: a job a worker claimed meanwhile stays.
+	kept, rerr := q.unadd(ctx, ids, docs)
+	var existing []string
+	for _, found := range exists {
+		existing = append(existing, found...)
+	}
+	switch {
+	case rerr != nil:
+		return fmt.Errorf("queue %s: add %d jobs: %w; removing the jobs already written failed too, so some may have been added (look them up by id): %w", q.cfg.name, len(ids), cmpErr(failed, existing), rerr)
+	case kept > 0:
+		return fmt.Errorf("queue %s: add %d jobs: %w; %d of the jobs already written were claimed by a worker before they could be removed, and stay", q.cfg.name, len(ids), cmpErr(failed, existing), kept)
+	}
+	return fmt.Errorf("queue %s: add %d jobs: %w (nothing was added)", q.cfg.name, len(ids), cmpErr(failed, existing))
+}
+
+// cmpErr is the error of a failed insert: the ids found in the table, else the failure.
+func cmpErr(failed error, existing []string) error {
+	if len(existing) > 0 {
+		return fmt.Errorf("%w: %v", job.ErrExists, existing)
+	}
+	return failed
+}
+
+// insertChunk inserts docs unless one of ids is in the table already, in one query; it
+// returns the ids found instead. Another writer can insert one of the ids between the
+// look and the insert: the insert then reports it as a duplicate, and it is found by
+// looking again.
+func (q *Queue) insertChunk(ctx context.Context, ids []string, docs []any) (exists []string, err error) {
+	present := q.table().GetAll(anys(ids)...).Field("id").CoerceTo("array")
+	term := present.Do(func(found r.Term) r.Term {
+		return r.Branch(found.IsEmpty(), q.table().Insert(docs), map[string]any{"exists": found})
+	})
+	var res writeResult
+	if err := q.readOne(ctx, term, &res); err != nil {
+		return nil, err
+	}
+	if len(res.Exists) > 0 {
+		return res.Exists, nil
+	}
+	if res.Errors == 0 {
+		return nil, nil
+	}
+	if !strings.Contains(res.FirstError, "Duplicate primary key") {
+		return nil, fmt.Errorf("rethinkdb: %s", res.FirstError)
+	}
+	// Which ids another writer took: those whose document is not the one written here.
+	byID := make(map[string]any, len(ids))
+	for i, id := range ids {
+		byID[id] = docs[i]
+	}
+	mine := r.Expr(byID)
+	var theirs []string
+	err = q.readAll(ctx, q.table().GetAll(anys(ids)...).Filter(func(row r.Term) r.Term {
+		return mine.Field(row.Field("id")).Ne(row)
+	}).Field("id"), &theirs)
+	if err != nil {
+		return nil, fmt.Errorf("rethinkdb: %s", res.FirstError)
+	}
+	return theirs, nil
+}
+
+// unadd removes the jobs of ids that are still exactly as docs wrote them, and returns
+// how many of those written were changed since (claimed by a worker, say).
+func (q *Queue) unadd(ctx context.Context, ids []string, docs []any) (kept int, err error) {
+	for from := 0; from < len(ids); from += addChunk {
+		to := min(from+addChunk, len(ids))
+		byID := make(map[string]any, to-from)
+		for i := from; i < to; i++ {
+			byID[ids[i]] = docs[i]
+		}
+		mine := r.Expr(byID)
+		keys := anys(ids[from:to])
+		var res struct {
+			Deleted int `rethinkdb:"deleted"`
+			Changed int `rethinkdb:"changed"`
+		}
+		term := r.Expr(map[string]any{
+			"changed": q.table().GetAll(keys...).Filter(func(row r.Term) r.Term {
+				// Written by this call (its "added" entry is in the log), changed since.
+				doc := mine.Field(row.Field("id"))
+				return doc.Ne(row).And(row.Field("log").Contains(doc.Field("log").Nth(-1)).Default(false))
+			}).Count(),
+		}).Merge(q.table().GetAll(keys...).Filter(func(row r.Term) r.Term {
+			return mine.Field(row.Field("id")).Eq(row)
+		}).Delete().Pluck("deleted"))
+		if err := q.readOne(ctx, term, &res); err != nil {
+			return kept, err
+		}
+		kept += res.Changed
+	}
+	return kept, nil
 }
 
 // checkNewJobs validates a batch for AddJob without touching the database.
