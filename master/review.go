@@ -2,12 +2,14 @@ package master
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
 	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/dberr"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -45,37 +47,43 @@ type Result struct {
 }
 
 // Review runs the review once: orphaned jobs, then finished jobs, then the State Document.
+// A step that fails does not keep the others from running; the error joins every step's.
 func Review(ctx context.Context, t Target) (Result, error) {
 	var res Result
-	var err error
-	if res.Reviewed, err = failOrphans(ctx, t); err != nil {
-		return res, err
-	}
-	if res.Removed, err = removeFinished(ctx, t); err != nil {
-		return res, err
-	}
+	var orphanErr, removeErr error
+	res.Reviewed, orphanErr = failOrphans(ctx, t)
+	res.Removed, removeErr = removeFinished(ctx, t)
 	state := t.Table.Insert(job.StateDocument(t.QueueID, "reviewed"), r.InsertOpts{Conflict: "replace"})
+	var stateErr error
 	if _, err := write(ctx, t, state); err != nil {
-		return res, fmt.Errorf("master: write the State Document: %w", err)
+		stateErr = fmt.Errorf("master: write the State Document: %w", err)
 	}
-	return res, nil
+	return res, errors.Join(orphanErr, removeErr, stateErr)
 }
 
 // failOrphans fails the active jobs whose dateEnable has passed, read through the
 // indexActiveDateEnable range [-∞, now). The update checks again, so a job its worker
-// finished meanwhile is left alone.
+// finished meanwhile is left alone. A document with fields of the wrong type (written by
+// hand or by another tool) is failed all the same: a retry count that is not a number
+// counts as 0, a log that is not an array is replaced; nothing in the update can raise an
+// error that would stop the review of the others.
 func failOrphans(ctx context.Context, t Target) (int, error) {
 	orphans := t.Table.Between(r.MinVal, r.Now(), r.BetweenOpts{Index: dbinit.IndexActiveDateEnable})
 	n, err := write(ctx, t, orphans.Update(func(row r.Term) any {
-		retry := row.Field("retryCount").Lt(row.Field("retryMax"))
+		number := func(field string) r.Term {
+			v := row.Field(field).Default(nil)
+			return r.Branch(v.TypeOf().Eq("NUMBER"), v, 0)
+		}
+		retryCount, retryMax, processCount := number("retryCount"), number("retryMax"), number("processCount")
+		retry := retryCount.Lt(retryMax)
 		status := r.Branch(retry, string(job.Failed), string(job.Terminated))
 		entry := map[string]any{
 			"date":         r.Now(),
 			"queueId":      t.QueueID,
 			"type":         r.Branch(retry, string(job.Warning), string(job.Error)),
 			"status":       status,
-			"retryCount":   row.Field("retryCount"),
-			"processCount": row.Field("processCount"),
+			"retryCount":   retryCount,
+			"processCount": processCount,
 			"message":      MessageOrphan,
 			"dateEnable":   row.Field("dateEnable"),
 		}
@@ -83,20 +91,23 @@ func failOrphans(ctx context.Context, t Target) (int, error) {
 		trunc := r.Expr(job.TruncatedLog(&none, t.QueueID, t.LimitJobLogs, "").Document()).Merge(map[string]any{
 			"date":         r.Now(),
 			"status":       status,
-			"retryCount":   row.Field("retryCount"),
-			"processCount": row.Field("processCount"),
+			"retryCount":   retryCount,
+			"processCount": processCount,
 		})
+		log := row.Field("log").Default(nil)
 		orphaned := row.Field("status").Eq(string(job.Active)).And(row.Field("dateEnable").Lt(r.Now()))
 		return r.Branch(orphaned, map[string]any{
 			"status":       status,
 			"dateFinished": r.Now(),
-			"retryCount":   r.Branch(retry, row.Field("retryCount").Add(1), row.Field("retryCount")),
-			"log":          job.AppendLogTerm(row.Field("log"), entry, trunc, t.LimitJobLogs),
-			"queueId":      t.QueueID,
+			"retryCount":   r.Branch(retry, retryCount.Add(1), retryCount),
+			"log": r.Branch(log.TypeOf().Eq("ARRAY"),
+				job.AppendLogTerm(log, entry, trunc, t.LimitJobLogs),
+				[]any{entry}),
+			"queueId": t.QueueID,
 		}, nil)
 	}))
 	if err != nil {
-		return 0, fmt.Errorf("master: fail orphaned jobs: %w", err)
+		return n.Replaced, fmt.Errorf("master: fail orphaned jobs: %w", err)
 	}
 	return n.Replaced, nil
 }
@@ -120,7 +131,11 @@ func removeFinished(ctx context.Context, t Target) (int, error) {
 }
 
 func write(ctx context.Context, t Target, term r.Term) (r.WriteResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return r.WriteResponse{}, err
+	}
 	opts := t.RunOpts
 	opts.Context = ctx
-	return term.RunWrite(t.Session, opts)
+	res, err := term.RunWrite(t.Session, opts)
+	return res, dberr.From(ctx, err)
 }

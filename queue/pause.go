@@ -20,8 +20,9 @@ func (q *Queue) Paused() bool {
 // ctx has ended (they go on running then; the queue stays paused), or the queue was
 // resumed meanwhile. With global true, every queue on the table is paused too, through the
 // State Document. Events: pausing, then paused once the running jobs are done. A handler
-// that pauses its own queue should do it in a goroutine and return: Pause waits for that
-// handler too.
+// that pauses its own queue, passing its own ctx, is not waited for by that call: Pause
+// then returns once the queue has stopped claiming, and paused follows when the running
+// jobs, that handler's included, are done.
 func (q *Queue) Pause(ctx context.Context, global bool) error {
 	end, err := q.begin(ctx)
 	if err != nil {
@@ -32,6 +33,15 @@ func (q *Queue) Pause(ctx context.Context, global bool) error {
 		if err := q.writeState(ctx, "paused"); err != nil {
 			return err
 		}
+	}
+	if q.inHandler(ctx) {
+		resumed := q.beginPause(global)
+		q.background.Add(1)
+		go func() {
+			defer q.background.Done()
+			_ = q.finishPause(q.life, global, resumed)
+		}()
+		return nil
 	}
 	return q.pause(ctx, global)
 }

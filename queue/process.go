@@ -165,6 +165,16 @@ func (q *Queue) Process(handler Handler) error {
 	return nil
 }
 
+// handlerKey marks the context of a handler: its value is the handler's queue.
+type handlerKey struct{}
+
+// inHandler reports whether ctx is (derived from) the context of one of q's handlers. A
+// handler that stops or pauses its own queue must not be waited for by that call.
+func (q *Queue) inHandler(ctx context.Context) bool {
+	owner, _ := ctx.Value(handlerKey{}).(*Queue)
+	return owner == q
+}
+
 // processor returns the queue's processor, nil before Process.
 func (q *Queue) processor() *processor {
 	q.mu.Lock()
@@ -193,7 +203,7 @@ func (q *Queue) wakeProcessing() {
 func (p *processor) loop() {
 	q := p.q
 	defer close(p.done)
-	if q.Ready(q.life) == nil && !q.cfg.master() {
+	if q.ready0(q.life) == nil && !q.cfg.master() {
 		// Recover what crashed workers left behind before taking new work, as the original
 		// does; a master reviews on its own schedule.
 		if _, err := q.review(q.life); err != nil && q.life.Err() == nil {
@@ -224,7 +234,7 @@ func (p *processor) loop() {
 // job, or after a failure), -1 to wait for a wake.
 func (p *processor) tick() time.Duration {
 	q := p.q
-	if q.Ready(p.hard) != nil {
+	if q.ready0(p.hard) != nil {
 		return -1
 	}
 	ctx, cancel := context.WithTimeout(p.hard, claimTimeout)
@@ -288,8 +298,9 @@ func (p *processor) tick() time.Duration {
 	case readErr != nil:
 		return p.failedTick(readErr)
 	case !claiming:
-	case len(jobs) == free, len(c.IDs) > len(jobs)+len(res.Malformed):
-		// Every slot filled, or other queues took some candidates: there may be more.
+	case len(jobs) == free, len(c.IDs) > len(jobs):
+		// Every slot filled, or candidates were taken by other queues or left out as
+		// malformed: there may be more.
 		return 0
 	default:
 		next = p.idle(ctx, c)
@@ -384,7 +395,7 @@ func (p *processor) runningCount() int {
 
 // start runs the handler on a claimed job, with its timeout.
 func (p *processor) start(j *job.Job) {
-	ctx, cancel := context.WithCancelCause(p.hard)
+	ctx, cancel := context.WithCancelCause(context.WithValue(p.hard, handlerKey{}, p.q))
 	rn := &run{job: j, claimed: *j, cancel: cancel}
 	p.mu.Lock()
 	p.running[rn] = struct{}{}

@@ -6,6 +6,7 @@ import (
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/dberr"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -19,23 +20,31 @@ func (q *Queue) opts(ctx context.Context) r.RunOpts {
 	return o
 }
 
-// readAll runs term and decodes every result into dst, a pointer to a slice.
+// readAll runs term and decodes every result into dst, a pointer to a slice. A context
+// that has ended already sends nothing.
 func (q *Queue) readAll(ctx context.Context, term r.Term, dst any) error {
-	cur, err := term.Run(q.session, q.opts(ctx))
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return cur.All(dst)
+	cur, err := term.Run(q.session, q.opts(ctx))
+	if err != nil {
+		return dberr.From(ctx, err)
+	}
+	return dberr.From(ctx, cur.All(dst))
 }
 
-// readOne runs term and decodes its single result into dst.
+// readOne runs term and decodes its single result into dst. A context that has ended
+// already sends nothing.
 func (q *Queue) readOne(ctx context.Context, term r.Term, dst any) error {
-	cur, err := term.Run(q.session, q.opts(ctx))
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
+	cur, err := term.Run(q.session, q.opts(ctx))
+	if err != nil {
+		return dberr.From(ctx, err)
+	}
 	defer cur.Close()
-	return cur.One(dst)
+	return dberr.From(ctx, cur.One(dst))
 }
 
 // writeResult is a write query's response, with the ids that a guarded write found missing

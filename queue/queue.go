@@ -182,7 +182,24 @@ func (q *Queue) initialize() {
 
 // Ready waits until the queue's database, table and indexes are in place, and returns the
 // error that prevented it, if any.
+//
+// It returns ctx's error when ctx has ended, even if the queue is ready, and ErrStopped
+// once the queue is stopped.
 func (q *Queue) Ready(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	stopped := q.stopped
+	q.mu.Unlock()
+	if stopped {
+		return ErrStopped
+	}
+	return q.ready0(ctx)
+}
+
+// ready0 waits for the database assertion, without the checks of a call.
+func (q *Queue) ready0(ctx context.Context) error {
 	select {
 	case <-q.ready:
 		return q.readyErr
@@ -202,7 +219,11 @@ func (q *Queue) begin(ctx context.Context) (end func(), err error) {
 	}
 	q.ops.Add(1)
 	q.mu.Unlock()
-	if err := q.Ready(ctx); err != nil {
+	if err := ctx.Err(); err != nil {
+		q.ops.Done()
+		return nil, err
+	}
+	if err := q.ready0(ctx); err != nil {
 		q.ops.Done()
 		return nil, err
 	}
@@ -218,7 +239,10 @@ func (q *Queue) beginJob(ctx context.Context) error {
 	if closed {
 		return ErrStopped
 	}
-	return q.Ready(ctx)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return q.ready0(ctx)
 }
 
 // Name returns the queue's name, which is its table's name.

@@ -50,7 +50,7 @@ func (q *Queue) review(ctx context.Context) (ReviewResult, error) {
 // reviewEvery runs the Queue Master's review on its interval until Stop.
 func (q *Queue) reviewEvery() {
 	defer q.background.Done()
-	if q.Ready(q.life) != nil {
+	if q.ready0(q.life) != nil {
 		return
 	}
 	master.Every(q.life, q.cfg.masterInterval, func(ctx context.Context) {
