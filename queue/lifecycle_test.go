@@ -232,3 +232,20 @@ func TestSetConcurrencyAndJobOptions(t *testing.T) {
 	assert.Equal(t, job.Highest, f.q.JobOptions().Priority, "refused options change nothing")
 	assert.Equal(t, time.Duration(job.DefaultTimeout), f.q.JobOptions().Timeout)
 }
+
+// ConnectOptions.Addresses dials the servers given; an unreachable one among them is
+// skipped.
+func TestConnectThroughAddresses(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Get(t)
+	ctx := testContext(t)
+	q, err := queue.New(ctx, &queue.ConnectOptions{Addresses: []string{srv.Addr}, DB: testserver.DB(t)},
+		&queue.Options{DatabaseInitDelay: -1, MasterInterval: -1})
+	require.NoError(t, err)
+	defer q.Stop(context.Background())
+	require.NoError(t, q.Ready(ctx))
+	added, err := q.AddJob(ctx, q.CreateJob(nil))
+	require.NoError(t, err)
+	assert.Len(t, added, 1)
+	assert.Equal(t, srv.Host, q.Host())
+}

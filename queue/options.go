@@ -1,11 +1,13 @@
 package queue
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
@@ -27,6 +29,14 @@ type ConnectOptions struct {
 	// reported by Queue.Host and Queue.Port. Give it no ReadTimeout: the changefeed waits
 	// on it for as long as the table is quiet, and the driver would end the feed.
 	Session *r.Session
+	// Addresses are the host:port driver addresses of several servers of one RethinkDB
+	// cluster; the queue spreads its queries over them and keeps working while one is
+	// down. When set, Host and Port are not dialled (they are still what Queue.Host and
+	// Queue.Port report, the first address by default).
+	Addresses []string
+	// TLS, when not nil, encrypts the connections with this configuration (RethinkDB's
+	// --tls-* options on the server side).
+	TLS *tls.Config
 }
 
 // Options configure a queue. The zero value of every field means its documented default;
@@ -91,6 +101,8 @@ func DefaultQueryRunOptions() r.RunOpts { return r.RunOpts{ReadMode: "majority"}
 type config struct {
 	host           string
 	port           int
+	addresses      []string
+	tls            *tls.Config
 	db             string
 	username       string
 	password       string
@@ -117,9 +129,22 @@ func resolve(cxn *ConnectOptions, opts *Options) (config, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
+	host, port := cxn.Host, cxn.Port
+	for i, a := range cxn.Addresses {
+		h, p, err := net.SplitHostPort(a)
+		n, perr := strconv.Atoi(p)
+		if err != nil || perr != nil || h == "" || n < 1 || n > 65535 {
+			return config{}, fmt.Errorf("%w: address %d %q: want host:port", ErrInvalidOption, i, a)
+		}
+		if i == 0 && host == "" && port == 0 {
+			host, port = h, n
+		}
+	}
 	c := config{
-		host:           or(cxn.Host, DefaultHost),
-		port:           or(cxn.Port, DefaultPort),
+		host:           or(host, DefaultHost),
+		port:           or(port, DefaultPort),
+		addresses:      cxn.Addresses,
+		tls:            cxn.TLS,
 		db:             or(cxn.DB, DefaultDB),
 		username:       cxn.Username,
 		password:       cxn.Password,
@@ -169,7 +194,13 @@ func or[T comparable](v, def T) T {
 	return v
 }
 
-func (c config) addr() string { return net.JoinHostPort(c.host, strconv.Itoa(c.port)) }
+// addr names the server (or servers) the queue dials, for messages.
+func (c config) addr() string {
+	if len(c.addresses) > 0 {
+		return strings.Join(c.addresses, ",")
+	}
+	return net.JoinHostPort(c.host, strconv.Itoa(c.port))
+}
 
 func (c config) master() bool { return c.masterInterval > 0 }
 

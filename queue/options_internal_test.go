@@ -62,14 +62,27 @@ func TestResolveRefuses(t *testing.T) {
 		cxn  *ConnectOptions
 		opts *Options
 	}{
-		"table name":  {nil, &Options{Name: "a b"}},
-		"db name":     {&ConnectOptions{DB: "a.b"}, nil},
-		"port":        {&ConnectOptions{Port: -1}, nil},
-		"concurrency": {nil, &Options{Concurrency: -2}},
-		"job options": {nil, &Options{JobOptions: &job.Options{Priority: job.Normal, RetryMax: -1}}},
+		"table name":   {nil, &Options{Name: "a b"}},
+		"db name":      {&ConnectOptions{DB: "a.b"}, nil},
+		"port":         {&ConnectOptions{Port: -1}, nil},
+		"concurrency":  {nil, &Options{Concurrency: -2}},
+		"job options":  {nil, &Options{JobOptions: &job.Options{Priority: job.Normal, RetryMax: -1}}},
+		"address":      {&ConnectOptions{Addresses: []string{"db1:28015", "db2"}}, nil},
+		"address port": {&ConnectOptions{Addresses: []string{"db1:99999"}}, nil},
 	} {
 		_, err := resolve(tc.cxn, tc.opts)
 		assert.ErrorIs(t, err, ErrInvalidOption, name)
 		assert.ErrorIs(t, err, job.ErrInvalid, name)
 	}
+}
+
+func TestResolveAddresses(t *testing.T) {
+	c, err := resolve(&ConnectOptions{Addresses: []string{"db1:28016", "db2:28017"}}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "db1", c.host, "Host reports the first address")
+	assert.Equal(t, 28016, c.port)
+	assert.Equal(t, "db1:28016,db2:28017", c.addr())
+	c, err = resolve(&ConnectOptions{Host: "lb", Port: 1, Addresses: []string{"db1:28016"}}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "lb", c.host, "a given Host is kept for reporting")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -116,13 +117,19 @@ func dial(ctx context.Context, cfg config) (*r.Session, error) {
 	}
 	done := make(chan dialed, 1)
 	go func() {
-		s, err := r.Connect(r.ConnectOpts{
-			Address:  cfg.addr(),
-			Database: cfg.db,
-			Username: cfg.username,
-			Password: cfg.password,
-			Timeout:  timeout,
-		})
+		opts := r.ConnectOpts{
+			Address:   net.JoinHostPort(cfg.host, strconv.Itoa(cfg.port)),
+			Addresses: cfg.addresses,
+			Database:  cfg.db,
+			Username:  cfg.username,
+			Password:  cfg.password,
+			Timeout:   timeout,
+			TLSConfig: cfg.tls,
+		}
+		if len(cfg.addresses) > 0 {
+			opts.Address = ""
+		}
+		s, err := r.Connect(opts)
 		done <- dialed{s, err}
 	}()
 	select {
