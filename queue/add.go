@@ -136,14 +136,21 @@ func cmpErr(failed error, existing []string) error {
 	return failed
 }
 
-// insertChunk inserts docs unless one of ids is in the table already, in one query; it
-// returns the ids found instead. Another writer can insert one of the ids between the
-// look and the insert: the insert then reports it as a duplicate, and it is found by
-// looking again.
+// insertChunk inserts docs unless one of ids is in the table already with another
+// document, in one query; it returns the ids found instead. A document equal to the one
+// being written is this call's own, from an earlier try whose answer was lost (the driver
+// sends a query again on a connection error), and counts as written. Another writer can
+// insert one of the ids between the look and the insert: the insert then reports it as a
+// duplicate, and looking again tells whose it is.
 func (q *Queue) insertChunk(ctx context.Context, ids []string, docs []any) (exists []string, err error) {
-	present := q.table().GetAll(anys(ids)...).Field("id").CoerceTo("array")
-	term := present.Do(func(found r.Term) r.Term {
-		return r.Branch(found.IsEmpty(), q.table().Insert(docs), map[string]any{"exists": found})
+	term := r.Expr(docs).Do(func(ds r.Term) r.Term {
+		mine := ds.Map(func(d r.Term) any { return []any{d.Field("id"), d} }).CoerceTo("object")
+		foreign := q.table().GetAll(anys(ids)...).Filter(func(row r.Term) r.Term {
+			return mine.Field(row.Field("id")).Ne(row)
+		}).Field("id").CoerceTo("array")
+		return foreign.Do(func(found r.Term) r.Term {
+			return r.Branch(found.IsEmpty(), q.table().Insert(ds), map[string]any{"exists": found})
+		})
 	})
 	var res writeResult
 	if err := q.readOne(ctx, term, &res); err != nil {
@@ -159,6 +166,7 @@ func (q *Queue) insertChunk(ctx context.Context, ids []string, docs []any) (exis
 		return nil, fmt.Errorf("rethinkdb: %s", res.FirstError)
 	}
 	// Which ids another writer took: those whose document is not the one written here.
+	// None means the duplicates were this call's own documents.
 	byID := make(map[string]any, len(ids))
 	for i, id := range ids {
 		byID[id] = docs[i]

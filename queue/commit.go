@@ -39,6 +39,8 @@ type commitResult struct {
 	Claimed []claimedDoc `rethinkdb:"claimed"`
 	// Malformed are candidates that were due but are not well formed.
 	Malformed []string `rethinkdb:"malformed"`
+	// Ours are candidates that an earlier try of this write claimed (see commitTerm).
+	Ours []map[string]any `rethinkdb:"ours"`
 	// Errors and FirstError report per-document write errors, which the update is built
 	// never to raise.
 	Errors     int     `rethinkdb:"errors"`
@@ -89,6 +91,11 @@ func (q *Queue) commitTerm(outs []*outcome, ids []string) r.Term {
 						And(doc.Field("dateEnable").Default(nil).Le(r.Now())).
 						And(wellFormed(doc).Not())
 				}).Field("id").CoerceTo("array")),
+			// Candidates found active in this queue's name that this write did not claim:
+			// an earlier try of the same write did, one whose answer was lost and that the
+			// driver sent again on a new connection (it does so on a connection error).
+			"ours": r.Branch(notClaimed.IsEmpty(), []any{},
+				q.table().GetAll(r.Args(notClaimed)).Filter(map[string]any{"status": string(job.Active), "queueId": q.id}).CoerceTo("array")),
 			"errors":     res.Field("errors"),
 			"firstError": res.Field("first_error").Default(nil),
 		})
@@ -168,12 +175,14 @@ func (p *processor) written(ctx context.Context, outs []*outcome, res commitResu
 	}
 	var retried []string
 	for _, o := range outs {
-		if !done[o.rn.claimed.ID] && o.tries > 0 {
+		if !done[o.rn.claimed.ID] {
 			retried = append(retried, o.rn.claimed.ID)
 		}
 	}
 	if len(retried) > 0 {
-		// A failed commit may have written these already: their stamp tells.
+		// Found changed: by another party, or by an earlier try of this write whose answer
+		// was lost (after a failed commit, or one the driver sent again on a connection
+		// error). Their stamp tells.
 		if stamps, err := q.readStamps(ctx, retried); err == nil {
 			for _, o := range outs {
 				d, ok := stamps[o.rn.claimed.ID]
@@ -243,6 +252,14 @@ func (p *processor) adoptLost(ctx context.Context) error {
 		return fmt.Errorf("queue %s: look for jobs a lost write claimed: %w", q.cfg.name, err)
 	}
 	p.lost = nil
+	p.adopt(docs)
+	return nil
+}
+
+// adopt runs the jobs of docs, active in this queue's name by a claim whose answer was
+// lost, unless they run here already.
+func (p *processor) adopt(docs []map[string]any) {
+	q := p.q
 	running := make(map[string]bool)
 	p.mu.Lock()
 	for rn := range p.running {
@@ -257,10 +274,10 @@ func (p *processor) adoptLost(ctx context.Context) error {
 		if err != nil || running[j.ID] {
 			continue
 		}
+		q.log.Info("running a job whose claim's answer was lost", "job", j.ID)
 		q.emit(Event{Type: EventActive, JobID: j.ID})
 		p.start(j)
 	}
-	return nil
 }
 
 // skipFor is how long a document that cannot be claimed is left out of claims before it

@@ -285,6 +285,9 @@ func (p *processor) tick() time.Duration {
 		q.emit(Event{Type: EventActive, JobID: j.ID})
 		p.start(j)
 	}
+	if len(res.Ours) > 0 && p.hard.Err() == nil {
+		p.adopt(res.Ours)
+	}
 	if claiming {
 		p.endClaim()
 	}

@@ -67,6 +67,8 @@ type Proxy struct {
 	closed  bool
 	conns   map[net.Conn]struct{}
 	tallies []*Tally
+	// faults are the answers to drop; see LoseAnswers.
+	faults []*fault
 	// wg counts every goroutine the proxy started; it is only added to under mu while not
 	// closed, so that Close's Wait sees every goroutine there will ever be.
 	wg sync.WaitGroup
@@ -159,6 +161,38 @@ func (t *Tally) matches(body []byte) bool {
 	return true
 }
 
+// fault drops the answers of the next n frames that contain every one of subs.
+type fault struct {
+	Tally
+	left int
+}
+
+// LoseAnswers makes the next n query frames that contain every one of subs reach the
+// server, and then cuts the client's connection before the answer comes back: the server
+// runs the query (a write lands), and the client sees its connection fail, so it cannot
+// tell whether the query ran. This is the fault that a server crash or a network cut
+// between a write and its answer makes.
+func (p *Proxy) LoseAnswers(n int, subs ...string) {
+	f := &fault{left: n}
+	f.subs = p.Tally(subs...).subs
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.faults = append(p.faults, f)
+}
+
+// takeFault reports whether the frame body is one whose answer is to be lost.
+func (p *Proxy) takeFault(body []byte) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, f := range p.faults {
+		if f.left > 0 && f.matches(body) {
+			f.left--
+			return true
+		}
+	}
+	return false
+}
+
 // Close stops accepting, closes every open connection in both directions and waits for
 // the proxy's goroutines to end. Clients see their connections drop. Calling Close again
 // does nothing.
@@ -234,32 +268,51 @@ func (p *Proxy) serve(client net.Conn) {
 		return
 	}
 	defer p.untrack(server)
+	answered := make(chan struct{})
 	go func() {
 		defer p.wg.Done()
+		defer close(answered)
 		_, _ = io.Copy(client, server)
 		_ = client.Close()
 		_ = server.Close()
 	}()
-	p.forwardQueries(client, server)
+	if lost := p.forwardQueries(client, server); lost {
+		// Leave the server's side open until it answers into the closed client, so that
+		// the query is not interrupted; Close cuts the wait short.
+		select {
+		case <-answered:
+		case <-p.ctx.Done():
+		case <-time.After(time.Minute):
+		}
+	}
 	_ = client.Close()
 	_ = server.Close()
 }
 
 // forwardQueries copies the client's bytes to the server, counting each query frame
-// before the bytes that complete it are written.
-func (p *Proxy) forwardQueries(client, server net.Conn) {
+// before the bytes that complete it are written. It returns lost true when it cut the
+// client off after a query whose answer is to be lost (see LoseAnswers).
+func (p *Proxy) forwardQueries(client, server net.Conn) (lost bool) {
 	ps := parser{wants: p.wantsBodies}
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := client.Read(buf)
 		if n > 0 {
-			ps.feed(buf[:n], p.count)
+			lose := false
+			ps.feed(buf[:n], func(typ int, body []byte) {
+				p.count(typ, body)
+				lose = lose || p.takeFault(body)
+			})
 			if _, werr := server.Write(buf[:n]); werr != nil {
-				return
+				return false
+			}
+			if lose {
+				_ = client.Close()
+				return true
 			}
 		}
 		if err != nil {
-			return
+			return false
 		}
 	}
 }
@@ -285,7 +338,7 @@ func (p *Proxy) count(typ int, body []byte) {
 func (p *Proxy) wantsBodies() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.tallies) > 0
+	return len(p.tallies) > 0 || len(p.faults) > 0
 }
 
 // parser states: what the next bytes of the client stream are.
