@@ -146,7 +146,7 @@ func (q *Queue) insertChunk(ctx context.Context, ids []string, docs []any) (exis
 	term := r.Expr(docs).Do(func(ds r.Term) r.Term {
 		mine := ds.Map(func(d r.Term) any { return []any{d.Field("id"), d} }).CoerceTo("object")
 		foreign := q.table().GetAll(anys(ids)...).Filter(func(row r.Term) r.Term {
-			return mine.Field(row.Field("id")).Ne(row)
+			return q.addedHere(row, mine).Not()
 		}).Field("id").CoerceTo("array")
 		return foreign.Do(func(found r.Term) r.Term {
 			return r.Branch(found.IsEmpty(), q.table().Insert(ds), map[string]any{"exists": found})
@@ -167,14 +167,10 @@ func (q *Queue) insertChunk(ctx context.Context, ids []string, docs []any) (exis
 	}
 	// Which ids another writer took: those whose document is not the one written here.
 	// None means the duplicates were this call's own documents.
-	byID := make(map[string]any, len(ids))
-	for i, id := range ids {
-		byID[id] = docs[i]
-	}
-	mine := r.Expr(byID)
+	mine := r.Expr(byID(ids, docs))
 	var theirs []string
 	err = q.readAll(ctx, q.table().GetAll(anys(ids)...).Filter(func(row r.Term) r.Term {
-		return mine.Field(row.Field("id")).Ne(row)
+		return q.addedHere(row, mine).Not()
 	}).Field("id"), &theirs)
 	if err != nil {
 		return nil, fmt.Errorf("rethinkdb: %s", res.FirstError)
@@ -182,29 +178,26 @@ func (q *Queue) insertChunk(ctx context.Context, ids []string, docs []any) (exis
 	return theirs, nil
 }
 
-// unadd removes the jobs of ids that are still exactly as docs wrote them, and returns
-// how many of those written were changed since (claimed by a worker, say).
+// unadd removes the jobs of ids that this call wrote (see addedHere) and no worker has
+// claimed since, and returns how many it wrote that were claimed.
 func (q *Queue) unadd(ctx context.Context, ids []string, docs []any) (kept int, err error) {
 	for from := 0; from < len(ids); from += addChunk {
 		to := min(from+addChunk, len(ids))
-		byID := make(map[string]any, to-from)
-		for i := from; i < to; i++ {
-			byID[ids[i]] = docs[i]
-		}
-		mine := r.Expr(byID)
+		mine := r.Expr(byID(ids[from:to], docs[from:to]))
 		keys := anys(ids[from:to])
+		unclaimed := func(row r.Term) r.Term {
+			return row.Field("status").Eq(string(job.Waiting)).And(row.Field("processCount").Eq(mine.Field(row.Field("id")).Field("processCount")))
+		}
 		var res struct {
 			Deleted int `rethinkdb:"deleted"`
 			Changed int `rethinkdb:"changed"`
 		}
 		term := r.Expr(map[string]any{
 			"changed": q.table().GetAll(keys...).Filter(func(row r.Term) r.Term {
-				// Written by this call (its "added" entry is in the log), changed since.
-				doc := mine.Field(row.Field("id"))
-				return doc.Ne(row).And(row.Field("log").Contains(doc.Field("log").Nth(-1)).Default(false))
+				return q.addedHere(row, mine).And(unclaimed(row).Not())
 			}).Count(),
 		}).Merge(q.table().GetAll(keys...).Filter(func(row r.Term) r.Term {
-			return mine.Field(row.Field("id")).Eq(row)
+			return q.addedHere(row, mine).And(unclaimed(row))
 		}).Delete().Pluck("deleted"))
 		if err := q.readOne(ctx, term, &res); err != nil {
 			return kept, err
@@ -214,6 +207,29 @@ func (q *Queue) unadd(ctx context.Context, ids []string, docs []any) (kept int, 
 	return kept, nil
 }
 
+// addedHere is true when the stored job row was written by this AddJob call, whose
+// documents by id are mine: same creation time, and its log holds this call's "added"
+// entry (same date, this queue's id). Another writer's job of the same id differs in one
+// or the other, and a claim since only appends to the log.
+func (q *Queue) addedHere(row, mine r.Term) r.Term {
+	doc := mine.Field(row.Field("id"))
+	added := doc.Field("log").Nth(-1)
+	return row.Field("dateCreated").Eq(doc.Field("dateCreated")).And(
+		row.Field("log").Filter(func(e r.Term) r.Term {
+			return e.Field("date").Eq(added.Field("date")).
+				And(e.Field("queueId").Eq(q.id)).
+				And(e.Field("message").Eq(job.MessageAdded))
+		}).IsEmpty().Not()).Default(false)
+}
+
+// byID maps each id to its document.
+func byID(ids []string, docs []any) map[string]any {
+	m := make(map[string]any, len(ids))
+	for i, id := range ids {
+		m[id] = docs[i]
+	}
+	return m
+}
 // checkNewJobs validates a batch for AddJob without touching the database.
 func checkNewJobs(jobs []*job.Job) error {
 	if len(jobs) == 0 {
