@@ -230,6 +230,7 @@ func byID(ids []string, docs []any) map[string]any {
 	}
 	return m
 }
+
 // checkNewJobs validates a batch for AddJob without touching the database.
 func checkNewJobs(jobs []*job.Job) error {
 	if len(jobs) == 0 {
