@@ -34,25 +34,26 @@ import (
 // commitResult is what a commit did.
 type commitResult struct {
 	// Done are the ids of the outcomes written.
-	Done []string `rethinkdb:"done"`
+	Done []string
 	// Claimed are the jobs claimed, with their place in the index before the claim.
-	Claimed []claimedDoc `rethinkdb:"claimed"`
+	Claimed []claimedDoc
 	// Malformed are candidates that were due but are not well formed.
-	Malformed []string `rethinkdb:"malformed"`
-	// Ours are candidates that an earlier try of this write claimed (see commitTerm).
-	Ours []map[string]any `rethinkdb:"ours"`
+	Malformed []string
+	// Ours are candidates that an earlier try of this write claimed (see lookAgain).
+	Ours []map[string]any
 	// Errors and FirstError report per-document write errors, which the update is built
 	// never to raise.
-	Errors     int     `rethinkdb:"errors"`
-	FirstError *string `rethinkdb:"firstError"`
+	Errors     int
+	FirstError string
 }
 
 type claimedDoc struct {
-	Job map[string]any `rethinkdb:"job"`
-	Key claimKey       `rethinkdb:"key"`
+	Job map[string]any
+	Key claimKey
 }
 
-// commitTerm writes outs and claims the candidates ids in one update.
+// commitTerm writes outs and claims the candidates ids in one update, which returns the
+// changes as they are: sorting them out is left to the client, where it costs nothing.
 func (q *Queue) commitTerm(outs []*outcome, ids []string) r.Term {
 	byID := make(map[string]any, len(outs))
 	keys := make([]any, 0, len(outs)+len(ids))
@@ -66,39 +67,13 @@ func (q *Queue) commitTerm(outs []*outcome, ids []string) r.Term {
 			keys = append(keys, id)
 		}
 	}
-	outcomes := r.Expr(byID)
-	isOutcome := func(id r.Term) r.Term { return outcomes.HasFields(id) }
-	write := q.table().GetAll(keys...).Update(func(row r.Term) any {
-		id := row.Field("id")
-		return r.Branch(isOutcome(id), q.outcomeUpdate(row, outcomes.Field(id)), q.claimUpdate(row))
-	}, r.UpdateOpts{ReturnChanges: true})
-	return write.Do(func(res r.Term) r.Term {
-		changes := res.Field("changes").Default([]any{}).Filter(func(c r.Term) r.Term {
-			return c.Field("new_val").Default(nil).TypeOf().Eq("OBJECT")
-		})
-		idOf := func(c r.Term) r.Term { return c.Field("new_val").Field("id") }
-		claimed := changes.Filter(func(c r.Term) r.Term { return isOutcome(idOf(c)).Not() })
-		notClaimed := r.Expr(ids).SetDifference(claimed.Map(idOf))
-		return r.Expr(map[string]any{
-			"done": changes.Filter(func(c r.Term) r.Term { return isOutcome(idOf(c)) }).Map(idOf),
-			"claimed": claimed.Map(func(c r.Term) any {
-				return map[string]any{"job": c.Field("new_val"), "key": c.Field("old_val").Pluck("priority", "dateEnable", "dateCreated")}
-			}),
-			"malformed": r.Branch(notClaimed.IsEmpty(), []any{},
-				q.readTable().GetAll(r.Args(notClaimed)).Filter(func(doc r.Term) r.Term {
-					status := doc.Field("status").Default(nil)
-					return status.Eq(string(job.Waiting)).Or(status.Eq(string(job.Failed))).
-						And(doc.Field("dateEnable").Default(nil).Le(r.Now())).
-						And(wellFormed(doc).Not())
-				}).Field("id").CoerceTo("array")),
-			// Candidates found active in this queue's name that this write did not claim:
-			// an earlier try of the same write did, one whose answer was lost and that the
-			// driver sent again on a new connection (it does so on a connection error).
-			"ours": r.Branch(notClaimed.IsEmpty(), []any{},
-				q.table().GetAll(r.Args(notClaimed)).Filter(map[string]any{"status": string(job.Active), "queueId": q.id}).CoerceTo("array")),
-			"errors":     res.Field("errors"),
-			"firstError": res.Field("first_error").Default(nil),
-		})
+	// Bound once with Do: an object literal in the update function would be built again
+	// for every document and every use (measured: 10 ms per outcome in a commit of ten).
+	return r.Expr(byID).Do(func(outcomes r.Term) r.Term {
+		return q.table().GetAll(keys...).Update(func(row r.Term) any {
+			id := row.Field("id")
+			return r.Branch(outcomes.HasFields(id), q.outcomeUpdate(row, outcomes.Field(id)), q.claimUpdate(row))
+		}, r.UpdateOpts{ReturnChanges: true})
 	})
 }
 
@@ -115,9 +90,10 @@ func (q *Queue) outcomeUpdate(row, o r.Term) r.Term {
 	}), nil)
 }
 
-// commit runs commitTerm.
+// commit runs commitTerm and sorts out what it did. Candidates it did not claim are looked
+// at again (see lookAgain).
 func (q *Queue) commit(ctx context.Context, outs []*outcome, ids []string) (commitResult, error) {
-	var res commitResult
+	var res writeResult
 	if err := q.readOne(ctx, q.commitTerm(outs, ids), &res); err != nil {
 		what := "write outcomes and claim jobs"
 		switch {
@@ -128,7 +104,82 @@ func (q *Queue) commit(ctx context.Context, outs []*outcome, ids []string) (comm
 		}
 		return commitResult{}, fmt.Errorf("queue %s: %s: %w", q.cfg.name, what, err)
 	}
-	return res, nil
+	isOutcome := make(map[string]bool, len(outs))
+	for _, o := range outs {
+		isOutcome[o.rn.claimed.ID] = true
+	}
+	c := commitResult{Errors: res.Errors, FirstError: res.FirstError}
+	claimed := make(map[string]bool, len(ids))
+	for _, ch := range res.Changes {
+		doc, ok := ch.NewValue.(map[string]any)
+		if !ok {
+			continue
+		}
+		id, _ := doc["id"].(string)
+		if isOutcome[id] {
+			c.Done = append(c.Done, id)
+			continue
+		}
+		old, _ := ch.OldValue.(map[string]any)
+		key := claimKey{DateEnable: timeOf(old["dateEnable"]), DateCreated: timeOf(old["dateCreated"])}
+		key.Priority, _ = old["priority"].(float64)
+		c.Claimed = append(c.Claimed, claimedDoc{Job: doc, Key: key})
+		claimed[id] = true
+	}
+	var missed []string
+	for _, id := range ids {
+		if !claimed[id] && !isOutcome[id] {
+			missed = append(missed, id)
+		}
+	}
+	if len(missed) > 0 {
+		// What the write left alone is looked at only now, rarely: the answer stands
+		// without it, so a failure here is not the commit's.
+		if err := q.lookAgain(ctx, missed, &c); err != nil {
+			q.log.Warn("looking at candidates a claim left alone failed", "err", err)
+		}
+	}
+	return c, nil
+}
+
+func timeOf(v any) time.Time {
+	t, _ := v.(time.Time)
+	return t
+}
+
+// lookAgain sorts out candidates a commit did not claim: most were taken by another queue
+// first; some are due but not well formed (they are skipped from then on); some are active
+// in this queue's name, claimed by an earlier try of the same write whose answer was lost
+// and which the driver sent again on a new connection (it does so on a connection error).
+func (q *Queue) lookAgain(ctx context.Context, ids []string, c *commitResult) error {
+	var docs []struct {
+		ID        string         `rethinkdb:"id"`
+		Malformed bool           `rethinkdb:"malformed"`
+		Ours      map[string]any `rethinkdb:"ours"`
+	}
+	term := q.table().GetAll(anys(ids)...).Map(func(doc r.Term) any {
+		status := doc.Field("status").Default(nil)
+		ours := status.Eq(string(job.Active)).And(doc.Field("queueId").Default(nil).Eq(q.id))
+		return map[string]any{
+			"id": doc.Field("id"),
+			"malformed": status.Eq(string(job.Waiting)).Or(status.Eq(string(job.Failed))).
+				And(doc.Field("dateEnable").Default(nil).Le(r.Now())).
+				And(wellFormed(doc).Not()),
+			"ours": r.Branch(ours, doc, nil),
+		}
+	})
+	if err := q.readAll(ctx, term, &docs); err != nil {
+		return err
+	}
+	for _, d := range docs {
+		switch {
+		case d.Malformed:
+			c.Malformed = append(c.Malformed, d.ID)
+		case d.Ours != nil:
+			c.Ours = append(c.Ours, d.Ours)
+		}
+	}
+	return nil
 }
 
 // stampedDoc is what tells whether a job holds a given outcome or claim of this queue.

@@ -130,6 +130,8 @@ type run struct {
 	settled atomic.Bool
 	// progress throttles the run's progress writes (see progress.go).
 	progress progressState
+	// out is the run's outcome, set once while it settles.
+	out *outcome
 }
 
 // Process starts processing the queue's jobs with handler, up to Concurrency at a time,
@@ -261,7 +263,7 @@ func (p *processor) tick() time.Duration {
 			return p.failedTick(readErr)
 		}
 		if claiming {
-			return p.idle(ctx, c)
+			return p.idle(c)
 		}
 		return -1
 	}
@@ -292,8 +294,8 @@ func (p *processor) tick() time.Duration {
 		p.endClaim()
 	}
 	p.noteMalformed(res.Malformed)
-	if res.Errors > 0 && res.FirstError != nil {
-		q.emit(Event{Type: EventError, Err: fmt.Errorf("queue %s: write outcomes and claim jobs: %d documents failed: %s", q.cfg.name, res.Errors, *res.FirstError)})
+	if res.Errors > 0 {
+		q.emit(Event{Type: EventError, Err: fmt.Errorf("queue %s: write outcomes and claim jobs: %d documents failed: %s", q.cfg.name, res.Errors, res.FirstError)})
 	}
 	p.backoff = 0
 	next := time.Duration(-1)
@@ -306,7 +308,7 @@ func (p *processor) tick() time.Duration {
 		// malformed: there may be more.
 		return 0
 	default:
-		next = p.idle(ctx, c)
+		next = p.idle(c)
 	}
 	if !again.IsZero() {
 		// A job this commit put back for a retry or a repeat falls due then.
@@ -320,26 +322,16 @@ func (p *processor) tick() time.Duration {
 
 // idle handles a claim that came back short: the queue raises idle when nothing runs, and
 // sleeps until the next delayed job falls due, or until woken.
-func (p *processor) idle(ctx context.Context, c candidates) time.Duration {
-	q := p.q
+func (p *processor) idle(c candidates) time.Duration {
 	if p.runningCount() == 0 {
-		q.emit(Event{Type: EventIdle})
+		p.q.emit(Event{Type: EventIdle})
 	}
-	next := time.Time{}
-	if c.NextDue != nil {
-		next = *c.NextDue
-	} else if !c.Whole {
-		var err error
-		if next, err = q.readNextDue(ctx); err != nil {
-			return p.failedTick(err)
-		}
-	}
-	if next.IsZero() {
+	if c.NextDue.IsZero() {
 		return -1
 	}
 	// The server's clock decided what is due; a little slack covers the two clocks
 	// disagreeing by a few milliseconds.
-	return max(time.Until(next), 0) + 5*time.Millisecond
+	return max(time.Until(c.NextDue), 0) + 5*time.Millisecond
 }
 
 // failedTick reports a failed query and returns the backoff before the next try.
@@ -444,18 +436,21 @@ func (p *processor) settle(rn *run, outcome func()) {
 	rn.progress.stop()
 	outcome()
 	rn.cancel(context.Canceled)
+	// The slot is freed and the outcome queued at once, so that the loop sees both and
+	// writes the outcome in the same commit as the claim for the slot.
 	p.mu.Lock()
+	if rn.out != nil {
+		p.outs = append(p.outs, rn.out)
+	}
 	delete(p.running, rn)
 	p.changed()
 	p.mu.Unlock()
 	p.signal()
 }
 
-// enqueue queues an outcome for the loop's next commit.
+// enqueue records a run's outcome, which settle queues for the loop's next commit.
 func (p *processor) enqueue(o *outcome) {
-	p.mu.Lock()
-	p.outs = append(p.outs, o)
-	p.mu.Unlock()
+	o.rn.out = o
 }
 
 // takeOutcomes hands the outcomes waiting to the loop's commit.
