@@ -246,6 +246,7 @@ func (p *processor) tick() time.Duration {
 			return p.failedTick(err)
 		}
 	}
+	p.gather()
 	free, claiming := p.beginClaim()
 	var c candidates
 	var readErr error
@@ -345,6 +346,41 @@ func (p *processor) failedTick(err error) time.Duration {
 	q.log.Warn("processing query failed", "err", err, "retry in", wait)
 	q.emit(Event{Type: EventError, Err: err})
 	return wait
+}
+
+// gatherWindow is how long the loop waits, at most, for more running jobs to finish
+// before it writes the outcomes and claims for the slots freed so far. Without it, the
+// first of a group of jobs that finish together is written and its slot claimed alone,
+// and the others wait for that commit: measured at concurrency 10 on RethinkDB 2.4.4,
+// commits of 1 and 9 outcomes by turns instead of 10.
+const gatherWindow = 2 * time.Millisecond
+
+// gather waits, within gatherWindow, until half of the slots or more are free, or no job
+// runs: then one commit writes the outcomes of the jobs that finished together and claims
+// for all their slots.
+func (p *processor) gather() {
+	var deadline <-chan time.Time
+	for {
+		p.mu.Lock()
+		running, changed := len(p.running), p.drained
+		p.mu.Unlock()
+		n := p.q.Concurrency()
+		if running == 0 || n-running >= (n+1)/2 {
+			return
+		}
+		if deadline == nil {
+			t := time.NewTimer(gatherWindow)
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			return
+		case <-p.hard.Done():
+			return
+		}
+	}
 }
 
 // claimTimeout bounds one query of the loop, which Stop cannot cut short.
