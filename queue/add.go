@@ -167,11 +167,12 @@ func (q *Queue) insertChunk(ctx context.Context, ids []string, docs []any) (exis
 	}
 	// Which ids another writer took: those whose document is not the one written here.
 	// None means the duplicates were this call's own documents.
-	mine := r.Expr(byID(ids, docs))
 	var theirs []string
-	err = q.readAll(ctx, q.table().GetAll(anys(ids)...).Filter(func(row r.Term) r.Term {
-		return q.addedHere(row, mine).Not()
-	}).Field("id"), &theirs)
+	err = q.readAll(ctx, r.Expr(byID(ids, docs)).Do(func(mine r.Term) r.Term {
+		return q.table().GetAll(anys(ids)...).Filter(func(row r.Term) r.Term {
+			return q.addedHere(row, mine).Not()
+		}).Field("id")
+	}), &theirs)
 	if err != nil {
 		return nil, fmt.Errorf("rethinkdb: %s", res.FirstError)
 	}
@@ -183,22 +184,24 @@ func (q *Queue) insertChunk(ctx context.Context, ids []string, docs []any) (exis
 func (q *Queue) unadd(ctx context.Context, ids []string, docs []any) (kept int, err error) {
 	for from := 0; from < len(ids); from += addChunk {
 		to := min(from+addChunk, len(ids))
-		mine := r.Expr(byID(ids[from:to], docs[from:to]))
 		keys := anys(ids[from:to])
-		unclaimed := func(row r.Term) r.Term {
-			return row.Field("status").Eq(string(job.Waiting)).And(row.Field("processCount").Eq(mine.Field(row.Field("id")).Field("processCount")))
-		}
 		var res struct {
 			Deleted int `rethinkdb:"deleted"`
 			Changed int `rethinkdb:"changed"`
 		}
-		term := r.Expr(map[string]any{
-			"changed": q.table().GetAll(keys...).Filter(func(row r.Term) r.Term {
-				return q.addedHere(row, mine).And(unclaimed(row).Not())
-			}).Count(),
-		}).Merge(q.table().GetAll(keys...).Filter(func(row r.Term) r.Term {
-			return q.addedHere(row, mine).And(unclaimed(row))
-		}).Delete().Pluck("deleted"))
+		// mine is bound once with Do: a literal in a filter is built again per document.
+		term := r.Expr(byID(ids[from:to], docs[from:to])).Do(func(mine r.Term) r.Term {
+			unclaimed := func(row r.Term) r.Term {
+				return row.Field("status").Eq(string(job.Waiting)).And(row.Field("processCount").Eq(mine.Field(row.Field("id")).Field("processCount")))
+			}
+			return r.Expr(map[string]any{
+				"changed": q.table().GetAll(keys...).Filter(func(row r.Term) r.Term {
+					return q.addedHere(row, mine).And(unclaimed(row).Not())
+				}).Count(),
+			}).Merge(q.table().GetAll(keys...).Filter(func(row r.Term) r.Term {
+				return q.addedHere(row, mine).And(unclaimed(row))
+			}).Delete().Pluck("deleted"))
+		})
 		if err := q.readOne(ctx, term, &res); err != nil {
 			return kept, err
 		}
