@@ -68,21 +68,22 @@ func isDue(doc r.Term) r.Term {
 	return doc.Field("dateEnable").TypeOf().Eq("PTYPE<TIME>").And(doc.Field("dateEnable").Le(r.Now()))
 }
 
-// headTerm reads the ids of up to n due jobs among the first headSize(n) of the index.
+// headTerm reads up to n due jobs among the first headSize(n) of the index.
 func (q *Queue) headTerm(n int, skip []string) r.Term {
 	lo := []any{int(job.Highest), r.MinVal, r.MinVal, r.MinVal}
 	hi := []any{int(job.Lowest), r.MaxVal, r.MaxVal, r.MaxVal}
 	keep := notSkipped(skip)
 	return q.claimRange(lo, hi).Limit(headSize(n)).Filter(func(doc r.Term) r.Term {
 		return isDue(doc).And(keep(doc))
-	}).Limit(n).Field("id")
+	}).Limit(n)
 }
 
-// entry is one job of a priority's range, as priorityTerm reads it.
+// entry is one job of a priority's range, as priorityTerm reads it: the document when it
+// is due, when it falls due otherwise.
 type entry struct {
-	ID  string    `rethinkdb:"id"`
-	Due bool      `rethinkdb:"due"`
-	At  time.Time `rethinkdb:"at"`
+	Doc map[string]any `rethinkdb:"doc"`
+	Due bool           `rethinkdb:"due"`
+	At  time.Time      `rethinkdb:"at"`
 }
 
 // priorityTerm reads the first n+1 jobs of priority p's range: its due jobs come first,
@@ -91,14 +92,15 @@ func (q *Queue) priorityTerm(p job.Priority, n int, skip []string) r.Term {
 	lo := []any{int(p), r.MinVal, r.MinVal, r.MinVal}
 	hi := []any{int(p), r.MaxVal, r.MaxVal, r.MaxVal}
 	return q.claimRange(lo, hi).Filter(notSkipped(skip)).Limit(n + 1).Map(func(doc r.Term) any {
-		return map[string]any{"id": doc.Field("id"), "due": isDue(doc), "at": doc.Field("dateEnable")}
+		due := isDue(doc)
+		return map[string]any{"doc": r.Branch(due, doc, nil), "due": due, "at": doc.Field("dateEnable")}
 	})
 }
 
 // candidates is what the candidate read found.
 type candidates struct {
-	// IDs are the due jobs to claim, in processing order.
-	IDs []string
+	// Docs are the due jobs to claim, in processing order, as they were read.
+	Docs []map[string]any
 	// NextDue is when the earliest job that is not due yet falls due; zero when there is
 	// none or the read did not look (it filled every slot from the head).
 	NextDue time.Time
@@ -107,10 +109,10 @@ type candidates struct {
 // readCandidates reads up to n due jobs to claim (see the top of this file).
 func (q *Queue) readCandidates(ctx context.Context, n int, skip []string) (candidates, error) {
 	var c candidates
-	if err := q.readAll(ctx, q.headTerm(n, skip), &c.IDs); err != nil {
+	if err := q.readAll(ctx, q.headTerm(n, skip), &c.Docs); err != nil {
 		return candidates{}, fmt.Errorf("queue %s: read jobs to claim: %w", q.cfg.name, err)
 	}
-	if len(c.IDs) == n {
+	if len(c.Docs) == n {
 		return c, nil
 	}
 	ranges := make([][]entry, len(priorities))
@@ -123,12 +125,12 @@ func (q *Queue) readCandidates(ctx context.Context, n int, skip []string) (candi
 	if err := errors.Join(errs...); err != nil {
 		return candidates{}, fmt.Errorf("queue %s: read jobs to claim: %w", q.cfg.name, err)
 	}
-	c.IDs = c.IDs[:0]
+	c.Docs = c.Docs[:0]
 	for _, rng := range ranges {
 		for _, e := range rng {
 			switch {
-			case e.Due && len(c.IDs) < n:
-				c.IDs = append(c.IDs, e.ID)
+			case e.Due && e.Doc != nil && len(c.Docs) < n:
+				c.Docs = append(c.Docs, e.Doc)
 			case !e.Due && !e.At.IsZero() && (c.NextDue.IsZero() || e.At.Before(c.NextDue)):
 				c.NextDue = e.At
 			}
@@ -137,43 +139,59 @@ func (q *Queue) readCandidates(ctx context.Context, n int, skip []string) (candi
 	return c, nil
 }
 
-// wellFormed is true when a job document has every field the claim and the outcome writes
-// use, of the type they need, and every field this library reads, of a type it can read.
-// A document that fails it (written by hand or by another tool) is never claimed, so it
-// cannot fail a claim's write or block the jobs behind it.
-func wellFormed(doc r.Term) r.Term {
-	typeIn := func(field string, types ...string) r.Term {
-		return r.Expr(types).Contains(doc.Field(field).Default(nil).TypeOf())
+// claimable reads a candidate as a job, or says why it cannot be processed: every field
+// this library reads must have a type it can read (job.FromDocument), and the counters and
+// durations the claim and the outcome compute with must be there. A document that fails
+// (written by hand or by another tool) is never claimed, so it cannot block the jobs
+// behind it.
+func (q *Queue) claimable(doc map[string]any) (*job.Job, error) {
+	for _, f := range []string{"priority", "timeout", "retryDelay", "retryCount", "retryMax", "processCount"} {
+		if _, ok := doc[f].(float64); !ok {
+			return nil, fmt.Errorf("%w: field %q is %T %v, not a number", job.ErrInvalidDocument, f, doc[f], doc[f])
+		}
 	}
-	const num, null, tm = "NUMBER", "NULL", "PTYPE<TIME>"
-	return r.And(
-		typeIn("timeout", num), typeIn("retryDelay", num), typeIn("retryCount", num), typeIn("processCount", num),
-		typeIn("retryMax", num, null), typeIn("repeatDelay", num, null), typeIn("progress", num, null),
-		typeIn("priority", num), typeIn("repeat", "BOOL", num, null),
-		typeIn("name", "STRING", null), typeIn("queueId", "STRING", null),
-		typeIn("dateCreated", tm), typeIn("dateEnable", tm), typeIn("dateStarted", tm, null), typeIn("dateFinished", tm, null),
-		typeIn("log", "ARRAY"),
-		doc.Field("log").Default([]any{}).Filter(func(e r.Term) r.Term { return e.TypeOf().Ne("OBJECT") }).IsEmpty(),
-	)
+	if _, ok := doc["log"].([]any); !ok {
+		return nil, fmt.Errorf("%w: field \"log\" is %T, not an array", job.ErrInvalidDocument, doc["log"])
+	}
+	return job.FromDocument(q.store(), doc)
 }
 
-// claimUpdate switches one due, well-formed job to active: dateStarted now, processCount
-// + 1, this queue's id, "Job retrieved and active" in the log, and dateEnable moved to the
-// end of its lease, when the Master's review may take the run for a crashed one: now +
-// timeout + retryDelay × retryCount. Anything else is left as it is: a job claimed
-// elsewhere meanwhile, or a document that is not well formed.
-func (q *Queue) claimUpdate(row r.Term) r.Term {
-	status := row.Field("status")
-	due := status.Eq(string(job.Waiting)).Or(status.Eq(string(job.Failed))).And(row.Field("dateEnable").Le(r.Now()))
-	entry, trunc := q.rowLog(row, r.Now(), job.MessageActive, job.Active)
-	return r.Branch(due.And(wellFormed(row)), map[string]any{
-		"status":       string(job.Active),
-		"dateStarted":  r.Now(),
-		"dateEnable":   q.leaseEnd(row),
-		"queueId":      q.id,
-		"processCount": row.Field("processCount").Add(1),
-		"log":          q.appendLog(row.Field("log"), entry, trunc),
-	}, nil)
+// claimSpec is what the write needs to claim one candidate: the values it was read with,
+// which the write compares before it sets anything (so a job claimed, changed or
+// cancelled by anyone since is left alone), and the fields it then sets.
+func (q *Queue) claimSpec(j *job.Job, now time.Time) map[string]any {
+	claimed := *j
+	entry := job.NewLog(&claimed, q.id, nil, job.MessageActive, job.Information, job.Active)
+	entry.Date = now
+	return map[string]any{
+		"claim":      true,
+		"status":     string(j.Status),
+		"pc":         j.ProcessCount,
+		"dateEnable": j.DateEnable,
+		"set": map[string]any{
+			"status":       string(job.Active),
+			"dateStarted":  now,
+			"dateEnable":   now.Add(j.Timeout + time.Duration(j.RetryCount)*j.RetryDelay),
+			"queueId":      q.id,
+			"processCount": j.ProcessCount + 1,
+		},
+		"entry": entry.Document(),
+		"trunc": job.TruncatedLog(&claimed, q.id, q.cfg.limitJobLogs, job.Active).Document(),
+	}
+}
+
+// claimUpdate applies the claim spec c (an object term of commitTerm) to row: only if the
+// job is as it was read (same status, processCount and dateEnable: nobody claimed or
+// changed it since), it becomes active, with the log entry "Job retrieved and active" and
+// dateEnable moved to the end of its lease, when the Master's review may take the run
+// for a crashed one: now + timeout + retryDelay × retryCount.
+func (q *Queue) claimUpdate(row, c r.Term) r.Term {
+	unchanged := row.Field("status").Default(nil).Eq(c.Field("status")).
+		And(row.Field("processCount").Default(nil).Eq(c.Field("pc"))).
+		And(row.Field("dateEnable").Default(nil).Eq(c.Field("dateEnable")))
+	return r.Branch(unchanged, c.Field("set").Merge(map[string]any{
+		"log": q.appendLog(row.Field("log"), c.Field("entry"), c.Field("trunc")),
+	}), nil)
 }
 
 // leaseEnd is when a run of the job row that starts now may be taken for a crashed one.

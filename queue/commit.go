@@ -20,10 +20,11 @@ import (
 //
 // Each outcome is guarded by ownership: it is applied only while the job is still active
 // in the run that made its processCount, so a job cancelled, failed by a review or claimed
-// again meanwhile is left as the other party left it. Nothing in the update can raise an
-// error for one document (a log that is not an array is replaced; claims skip documents
-// that are not well formed), so the write cannot fail half-way for a reason unrelated to
-// it.
+// again meanwhile is left as the other party left it. Each claim is a compare-and-set:
+// it applies only while the job is as the candidate read saw it, which the client checked
+// could be processed. Nothing in the update can raise an error for one document (a log
+// that is not an array is replaced), so the write cannot fail half-way for a reason
+// unrelated to it.
 //
 // When a commit fails, whether it landed is unknown. Its outcomes are written again: the
 // ownership guard makes a second write of an outcome that did land a no-op, and its stamp
@@ -37,8 +38,6 @@ type commitResult struct {
 	Done []string
 	// Claimed are the jobs claimed, with their place in the index before the claim.
 	Claimed []claimedDoc
-	// Malformed are candidates that were due but are not well formed.
-	Malformed []string
 	// Ours are candidates that an earlier try of this write claimed (see lookAgain).
 	Ours []map[string]any
 	// Errors and FirstError report per-document write errors, which the update is built
@@ -52,27 +51,29 @@ type claimedDoc struct {
 	Key claimKey
 }
 
-// commitTerm writes outs and claims the candidates ids in one update, which returns the
-// changes as they are: sorting them out is left to the client, where it costs nothing.
-func (q *Queue) commitTerm(outs []*outcome, ids []string) r.Term {
-	byID := make(map[string]any, len(outs))
-	keys := make([]any, 0, len(outs)+len(ids))
+// commitTerm writes outs and claims the jobs of claims (by id, see claimSpec) in one
+// update, which returns the changes as they are: sorting them out is left to the client,
+// where it costs nothing.
+func (q *Queue) commitTerm(outs []*outcome, claims map[string]any) r.Term {
+	specs := make(map[string]any, len(outs)+len(claims))
+	keys := make([]any, 0, len(outs)+len(claims))
 	for _, o := range outs {
 		id := o.rn.claimed.ID
-		byID[id] = map[string]any{"pc": o.rn.claimed.ProcessCount, "set": o.set, "entry": o.entry, "trunc": o.trunc}
+		specs[id] = map[string]any{"pc": o.rn.claimed.ProcessCount, "set": o.set, "entry": o.entry, "trunc": o.trunc}
 		keys = append(keys, id)
 	}
-	for _, id := range ids {
-		if _, ok := byID[id]; !ok {
+	for id, c := range claims {
+		if _, ok := specs[id]; !ok {
+			specs[id] = c
 			keys = append(keys, id)
 		}
 	}
 	// Bound once with Do: an object literal in the update function would be built again
 	// for every document and every use (measured: 10 ms per outcome in a commit of ten).
-	return r.Expr(byID).Do(func(outcomes r.Term) r.Term {
+	return r.Expr(specs).Do(func(specs r.Term) r.Term {
 		return q.table().GetAll(keys...).Update(func(row r.Term) any {
-			id := row.Field("id")
-			return r.Branch(outcomes.HasFields(id), q.outcomeUpdate(row, outcomes.Field(id)), q.claimUpdate(row))
+			spec := specs.Field(row.Field("id"))
+			return r.Branch(spec.HasFields("claim"), q.claimUpdate(row, spec), q.outcomeUpdate(row, spec))
 		}, r.UpdateOpts{ReturnChanges: true})
 	})
 }
@@ -92,12 +93,12 @@ func (q *Queue) outcomeUpdate(row, o r.Term) r.Term {
 
 // commit runs commitTerm and sorts out what it did. Candidates it did not claim are looked
 // at again (see lookAgain).
-func (q *Queue) commit(ctx context.Context, outs []*outcome, ids []string) (commitResult, error) {
+func (q *Queue) commit(ctx context.Context, outs []*outcome, claims map[string]any) (commitResult, error) {
 	var res writeResult
-	if err := q.readOne(ctx, q.commitTerm(outs, ids), &res); err != nil {
+	if err := q.readOne(ctx, q.commitTerm(outs, claims), &res); err != nil {
 		what := "write outcomes and claim jobs"
 		switch {
-		case len(ids) == 0:
+		case len(claims) == 0:
 			what = "write outcomes"
 		case len(outs) == 0:
 			what = "claim jobs"
@@ -109,7 +110,7 @@ func (q *Queue) commit(ctx context.Context, outs []*outcome, ids []string) (comm
 		isOutcome[o.rn.claimed.ID] = true
 	}
 	c := commitResult{Errors: res.Errors, FirstError: res.FirstError}
-	claimed := make(map[string]bool, len(ids))
+	claimed := make(map[string]bool, len(claims))
 	for _, ch := range res.Changes {
 		doc, ok := ch.NewValue.(map[string]any)
 		if !ok {
@@ -127,7 +128,7 @@ func (q *Queue) commit(ctx context.Context, outs []*outcome, ids []string) (comm
 		claimed[id] = true
 	}
 	var missed []string
-	for _, id := range ids {
+	for id := range claims {
 		if !claimed[id] && !isOutcome[id] {
 			missed = append(missed, id)
 		}
@@ -148,37 +149,15 @@ func timeOf(v any) time.Time {
 }
 
 // lookAgain sorts out candidates a commit did not claim: most were taken by another queue
-// first; some are due but not well formed (they are skipped from then on); some are active
-// in this queue's name, claimed by an earlier try of the same write whose answer was lost
-// and which the driver sent again on a new connection (it does so on a connection error).
+// first; some are active in this queue's name, claimed by an earlier try of the same
+// write whose answer was lost and which the driver sent again on a new connection (it
+// does so on a connection error).
 func (q *Queue) lookAgain(ctx context.Context, ids []string, c *commitResult) error {
-	var docs []struct {
-		ID        string         `rethinkdb:"id"`
-		Malformed bool           `rethinkdb:"malformed"`
-		Ours      map[string]any `rethinkdb:"ours"`
-	}
-	term := q.table().GetAll(anys(ids)...).Map(func(doc r.Term) any {
-		status := doc.Field("status").Default(nil)
-		ours := status.Eq(string(job.Active)).And(doc.Field("queueId").Default(nil).Eq(q.id))
-		return map[string]any{
-			"id": doc.Field("id"),
-			"malformed": status.Eq(string(job.Waiting)).Or(status.Eq(string(job.Failed))).
-				And(doc.Field("dateEnable").Default(nil).Le(r.Now())).
-				And(wellFormed(doc).Not()),
-			"ours": r.Branch(ours, doc, nil),
-		}
-	})
-	if err := q.readAll(ctx, term, &docs); err != nil {
+	docs, err := q.readClaimedHere(ctx, ids)
+	if err != nil {
 		return err
 	}
-	for _, d := range docs {
-		switch {
-		case d.Malformed:
-			c.Malformed = append(c.Malformed, d.ID)
-		case d.Ours != nil:
-			c.Ours = append(c.Ours, d.Ours)
-		}
-	}
+	c.Ours = append(c.Ours, docs...)
 	return nil
 }
 
@@ -342,15 +321,13 @@ const (
 	maxReported = 10000
 )
 
-// noteMalformed leaves due documents that cannot be claimed out of the next claims, and
-// reports each once.
-func (p *processor) noteMalformed(ids []string) {
-	for _, id := range ids {
-		if len(p.skip) < maxSkipped {
-			p.skip[id] = time.Now().Add(skipFor)
-		}
-		p.report(id, fmt.Errorf("queue %s: job %s: %w: a field the queue needs is missing or of the wrong type; it is not processed until it is mended or removed", p.q.cfg.name, id, job.ErrInvalidDocument))
+// noteMalformed leaves a due document that cannot be processed out of the next claims,
+// and reports it once.
+func (p *processor) noteMalformed(id string, err error) {
+	if len(p.skip) < maxSkipped {
+		p.skip[id] = time.Now().Add(skipFor)
 	}
+	p.report(id, fmt.Errorf("queue %s: job %s cannot be processed, and is left as it is until it is mended or removed: %w", p.q.cfg.name, id, err))
 }
 
 // report raises an error event and logs it, once per job id.

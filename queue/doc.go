@@ -22,17 +22,44 @@
 // # Processing
 //
 // Process runs a Handler on the queue's jobs, up to Concurrency at once, until Stop. One
-// loop per queue claims as many due jobs as it has free slots in one query, highest
-// priority first, then oldest dateEnable, then oldest dateCreated; a conditional update
-// makes sure no job goes to two handlers, whatever number of processes compete. The loop
-// claims again when a slot frees, when this queue adds or reanimates a job, when another
-// queue adds one (through the changefeed), after a review, and when the next delayed job
-// falls due: an idle queue wakes itself for it, with no review needed.
+// loop per queue sends every claim and outcome write, one query at a time: the outcomes of
+// the jobs that finished since the last write and the claim of due jobs for every free
+// slot travel in one update (one flush), each outcome guarded by ownership (the job is
+// still active in the run that claimed it) and each claim by a conditional update, so no
+// job goes to two handlers, whatever number of processes compete. Jobs are taken highest
+// priority first, then oldest dateEnable, then oldest dateCreated. The loop goes round
+// when slots free (waiting up to 2 ms for jobs that finish together, so that they share
+// one write), when this queue adds or reanimates a job, when another queue adds one
+// (through the changefeed), after a review, and when the next delayed job falls due: an
+// idle queue wakes itself for it, with no review needed. How this was measured, and what
+// it costs, is in docs/performance.md.
 //
 // A job's handler gets a context that ends when the job is cancelled (here or in another
 // process), when its timeout passes (the job is failed then), or when Stop gives up
 // waiting. Failed jobs are retried RetryMax times, each after RetryDelay × the retry count;
-// repeating jobs run again after RepeatDelay. Job.UpdateProgress restarts the timeout.
+// repeating jobs run again after RepeatDelay. Job.UpdateProgress restarts the timeout;
+// progress reported faster than every 200 ms is coalesced, the last value written when
+// the interval has passed.
+//
+// # Bad data and lost answers
+//
+// A document in the table that this library cannot process (written by hand or by
+// another tool: a timeout that is not a number, a log that is not an array, a missing
+// retry count) is never claimed: it is left as it is, reported once by an error event
+// (wrapping job.ErrInvalidDocument) and a log line with its id, and skipped by the claims
+// that follow, so it never blocks the jobs behind it. A review fails such a document like
+// any orphan, replacing what it cannot read.
+//
+// A write whose answer is lost (the server or the network failed after the write) has an
+// unknown effect, and rethinkdb-go sends a query again on a new connection after a
+// connection error. Every write of the processing loop is safe to repeat: an outcome is
+// written only while the run owns the job and is recognized by its stamp (dateFinished and
+// queueId) when a first try landed; a claim whose answer was lost is found by the jobs
+// active in this queue's name, and they run. AddJob recognizes its own documents the same
+// way. Payloads, results, names and options that cannot be stored faithfully (a func or
+// chan, NaN, an integer beyond 2^53, a time past 2262, invalid UTF-8, a cycle) are refused
+// with an error wrapping job.ErrInvalid before anything is written; a handler result of
+// that kind completes the job without it, and the log entry says so.
 //
 // # Queue Master
 //
@@ -67,9 +94,10 @@
 // kept it). Job.UpdateProgress checks that the job is still active in the database. Reset
 // keeps the State Document. CancelJob without a reason logs DefaultCancelReason.
 //
-// The claim reads each priority's due jobs as an index range, so a delayed job of high
-// priority never holds back due jobs (the original's issue #83); the original read the
-// first jobs of the index and dropped those not due. A failed job waits RetryDelay × its
+// The claim never lets a delayed job of high priority hold back due jobs (the original's
+// issue #83); the original read the first jobs of the index and dropped those not due.
+// Claims read an index of this library's own, rjqIndexClaim, beside the original's five;
+// the Node.js library ignores it. A failed job waits RetryDelay × its
 // new retry count, as the original documents (its code retried the first failure at
 // once). A job completed by another queue is raised as completed, not progress. An outcome
 // is written only while the run still owns the job, so a job cancelled or recovered

@@ -255,24 +255,28 @@ func (p *processor) tick() time.Duration {
 			c = candidates{}
 		}
 	}
+	claims, ids := p.claimsOf(c.Docs)
 	outs := p.takeOutcomes()
-	if len(outs) == 0 && len(c.IDs) == 0 {
+	if len(outs) == 0 && len(claims) == 0 {
 		if claiming {
 			p.endClaim()
 		}
 		if readErr != nil {
 			return p.failedTick(readErr)
 		}
+		if claiming && len(c.Docs) > 0 {
+			return 0 // every candidate was left out as malformed: there may be more
+		}
 		if claiming {
 			return p.idle(c)
 		}
 		return -1
 	}
-	res, err := q.commit(ctx, outs, c.IDs)
+	res, err := q.commit(ctx, outs, claims)
 	if err != nil {
 		// Whether the write landed is unknown: write the outcomes again, and look for the
 		// candidates' claims, before anything else.
-		p.lost = append(p.lost, c.IDs...)
+		p.lost = append(p.lost, ids...)
 		p.putBack(outs)
 		if claiming {
 			p.endClaim()
@@ -294,7 +298,6 @@ func (p *processor) tick() time.Duration {
 	if claiming {
 		p.endClaim()
 	}
-	p.noteMalformed(res.Malformed)
 	if res.Errors > 0 {
 		q.emit(Event{Type: EventError, Err: fmt.Errorf("queue %s: write outcomes and claim jobs: %d documents failed: %s", q.cfg.name, res.Errors, res.FirstError)})
 	}
@@ -304,7 +307,7 @@ func (p *processor) tick() time.Duration {
 	case readErr != nil:
 		return p.failedTick(readErr)
 	case !claiming:
-	case len(jobs) == free, len(c.IDs) > len(jobs):
+	case len(jobs) == free, len(c.Docs) > len(jobs):
 		// Every slot filled, or candidates were taken by other queues or left out as
 		// malformed: there may be more.
 		return 0
@@ -319,6 +322,26 @@ func (p *processor) tick() time.Duration {
 		}
 	}
 	return next
+}
+
+// claimsOf turns candidates into the claims of a commit (see claimSpec), keyed by id;
+// those that cannot be processed are left out, from this claim and the next ones, and
+// reported once.
+func (p *processor) claimsOf(docs []map[string]any) (map[string]any, []string) {
+	claims := make(map[string]any, len(docs))
+	ids := make([]string, 0, len(docs))
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	for _, doc := range docs {
+		j, err := p.q.claimable(doc)
+		if err != nil {
+			id, _ := doc["id"].(string)
+			p.noteMalformed(id, err)
+			continue
+		}
+		claims[j.ID] = p.q.claimSpec(j, now)
+		ids = append(ids, j.ID)
+	}
+	return claims, ids
 }
 
 // idle handles a claim that came back short: the queue raises idle when nothing runs, and
