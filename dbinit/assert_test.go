@@ -2,6 +2,10 @@ package dbinit_test
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -102,4 +106,39 @@ func countOf(t *testing.T, s *r.Session, list r.Term, name string) int {
 	require.NoError(t, err)
 	require.NoError(t, cur.One(&n))
 	return n
+}
+
+// On a cluster, a session given several servers sends consecutive queries to different
+// ones, and a database created through one may not be visible through another yet. This
+// runs only against a cluster named in RJQ_TEST_CLUSTER (host:port of each server, comma
+// separated): CI has none.
+func TestAssertOnACluster(t *testing.T) {
+	addrs := os.Getenv("RJQ_TEST_CLUSTER")
+	if addrs == "" {
+		t.Skip("RJQ_TEST_CLUSTER is not set: start a RethinkDB cluster and name its servers there (host:port,host:port,...)")
+	}
+	const creators, rounds = 10, 5
+	for round := range rounds {
+		db := fmt.Sprintf("t_cluster_%d_%06x", round, rand.Uint32()>>8)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		var wg sync.WaitGroup
+		errs := make([]error, creators)
+		for i := range errs {
+			session, err := r.Connect(r.ConnectOpts{Addresses: strings.Split(addrs, ","), Timeout: 5 * time.Second})
+			require.NoError(t, err)
+			defer session.Close()
+			wg.Go(func() { errs[i] = dbinit.Assert(ctx, dbinit.Target{Session: session, DB: db, Table: "jobs"}) })
+		}
+		wg.Wait()
+		cancel()
+		for i, err := range errs {
+			require.NoError(t, err, "round %d, creator %d", round, i)
+		}
+		session, err := r.Connect(r.ConnectOpts{Addresses: strings.Split(addrs, ",")})
+		require.NoError(t, err)
+		assert.Equal(t, 1, countOf(t, session, r.DBList(), db), "round %d: databases", round)
+		assert.Equal(t, 1, countOf(t, session, r.DB(db).TableList(), "jobs"), "round %d: tables", round)
+		_, _ = r.DBDrop(db).RunWrite(session)
+		session.Close()
+	}
 }
