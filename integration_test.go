@@ -146,28 +146,9 @@ func TestManyQueuesProcessEachJobExactlyOnce(t *testing.T) {
 		mu.Unlock()
 		return nil, nil
 	}
-	workers := make([]*queue.Queue, queues)
-	for i := range workers {
-		q, err := queue.New(ctx, connectTo(srv, db), &queue.Options{Name: "race", DatabaseInitDelay: -1, Concurrency: 5})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = q.Stop(context.Background()) })
-		require.NoError(t, q.Ready(ctx))
-		workers[i] = q
-	}
-	batch := make([]*job.Job, jobs)
-	for i := range batch {
-		batch[i] = workers[0].CreateJob(i)
-	}
-	_, err := workers[0].AddJob(ctx, batch...)
-	require.NoError(t, err)
-	for _, q := range workers {
-		require.NoError(t, q.Process(handler))
-	}
-
-	require.Eventually(t, func() bool {
-		s, err := workers[0].Summary(ctx)
-		return err == nil && s.Completed == jobs
-	}, 2*time.Minute, 50*time.Millisecond, "every job completes")
+	workers := runWorkers(t, ctx, srv, db, queues, &queue.Options{Name: "race", DatabaseInitDelay: -1, Concurrency: 5},
+		jobs, func(q *queue.Queue, i int) *job.Job { return q.CreateJob(i) }, handler)
+	waitCompleted(t, ctx, workers[0], jobs, 2*time.Minute)
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Len(t, calls, jobs)
@@ -179,4 +160,40 @@ func TestManyQueuesProcessEachJobExactlyOnce(t *testing.T) {
 	for _, q := range workers {
 		require.NoError(t, q.Stop(ctx))
 	}
+}
+
+// runWorkers starts n queues on one table, each with a connection of its own (as n
+// processes would), adds jobs made by create through the first in one batch, and has
+// every queue process them with handler.
+func runWorkers(t *testing.T, ctx context.Context, srv testserver.Server, db string, n int, opts *queue.Options,
+	jobs int, create func(q *queue.Queue, i int) *job.Job, handler queue.Handler) []*queue.Queue {
+	t.Helper()
+	workers := make([]*queue.Queue, n)
+	for i := range workers {
+		o := *opts
+		q, err := queue.New(ctx, connectTo(srv, db), &o)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = q.Stop(context.Background()) })
+		require.NoError(t, q.Ready(ctx))
+		workers[i] = q
+	}
+	batch := make([]*job.Job, jobs)
+	for i := range batch {
+		batch[i] = create(workers[0], i)
+	}
+	_, err := workers[0].AddJob(ctx, batch...)
+	require.NoError(t, err)
+	for _, q := range workers {
+		require.NoError(t, q.Process(handler))
+	}
+	return workers
+}
+
+// waitCompleted waits until q's table holds n completed jobs.
+func waitCompleted(t *testing.T, ctx context.Context, q *queue.Queue, n int, within time.Duration) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		s, err := q.Summary(ctx)
+		return err == nil && s.Completed == n
+	}, within, 50*time.Millisecond, "every job completes")
 }

