@@ -34,10 +34,12 @@ import (
 //     higher priority hid from the head (a delayed job of high priority never holds back
 //     due jobs: the original's issue #83), and, from the first job after them, when the
 //     next delayed job falls due.
-//   - The reads run in readMode "outdated": they only propose candidates. The write runs
-//     on the primary with the queue's own run options and switches a job to active only if
-//     it is still waiting or failed, due and well formed, so a stale candidate is merely
-//     not claimed; nothing is claimed twice.
+//   - The reads run in readMode "outdated": they only propose candidates, read whole and
+//     checked here with this library's own reading rules (claimable). The write runs on
+//     the primary with the queue's own run options and is a compare-and-set: it switches a
+//     job to active only if its status, processCount and dateEnable are still what was
+//     read, so a stale candidate, or one claimed or changed elsewhere since, is merely not
+//     claimed; nothing is claimed twice.
 
 // priorities in processing order.
 var priorities = []job.Priority{job.Highest, job.High, job.Medium, job.Normal, job.Low, job.Lowest}
