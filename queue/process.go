@@ -59,6 +59,7 @@ type PanicError struct {
 	Stack []byte
 }
 
+// Error says that the handler panicked, and with what.
 func (e *PanicError) Error() string { return fmt.Sprintf("handler panicked: %v", e.Value) }
 
 // Unwrap returns the panic value when it is an error, for errors.Is and errors.As.

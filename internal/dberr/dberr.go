@@ -19,6 +19,7 @@ type Error struct {
 	cause error
 }
 
+// Error returns the server's message and what the library was doing.
 func (e *Error) Error() string { return e.msg }
 
 // Unwrap returns the driver's error.
