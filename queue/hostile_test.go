@@ -127,21 +127,28 @@ func TestAResultThatCannotBeStoredStillCompletesTheJob(t *testing.T) {
 // A job passed back with an invalid option fails with the reason instead of being stuck.
 func TestPassingBackAnInvalidJobFailsIt(t *testing.T) {
 	t.Parallel()
+	got := terminatedBy(t, func(ctx context.Context, j *job.Job) (any, error) {
+		j.Priority = 7
+		return j, nil
+	})
+	assert.Equal(t, job.Terminated, got.Status)
+	assert.Contains(t, got.GetLastLog().ErrorMessage, "priority")
+	assert.Equal(t, job.Normal, got.Priority, "the invalid job was not stored")
+}
+
+// terminatedBy runs handler on one job with no retries, and returns the job as stored
+// once it is terminated.
+func terminatedBy(t *testing.T, handler queue.Handler) *job.Job {
+	t.Helper()
 	f := newFixture(t, &queue.Options{MasterInterval: -1})
 	ctx := testContext(t)
 	j := f.q.CreateJob(nil).SetRetryMax(0)
 	_, err := f.q.AddJob(ctx, j)
 	require.NoError(t, err)
 	events := f.q.Events(ctx, queue.EventTerminated)
-	require.NoError(t, f.q.Process(func(ctx context.Context, j *job.Job) (any, error) {
-		j.Priority = 7
-		return j, nil
-	}))
+	require.NoError(t, f.q.Process(handler))
 	waitFor(t, events, queue.EventTerminated, j.ID)
-	got := f.get(t, j.ID)
-	assert.Equal(t, job.Terminated, got.Status)
-	assert.Contains(t, got.GetLastLog().ErrorMessage, "priority")
-	assert.Equal(t, job.Normal, got.Priority, "the invalid job was not stored")
+	return f.get(t, j.ID)
 }
 
 type nilErr struct{ msg string }
@@ -151,18 +158,11 @@ func (e *nilErr) Error() string { return e.msg } // panics on a nil receiver
 // A handler that returns a typed nil error fails its job; the process does not crash.
 func TestATypedNilErrorFailsTheJob(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, &queue.Options{MasterInterval: -1})
-	ctx := testContext(t)
-	j := f.q.CreateJob(nil).SetRetryMax(0)
-	_, err := f.q.AddJob(ctx, j)
-	require.NoError(t, err)
-	events := f.q.Events(ctx, queue.EventTerminated)
-	require.NoError(t, f.q.Process(func(ctx context.Context, j *job.Job) (any, error) {
+	got := terminatedBy(t, func(ctx context.Context, j *job.Job) (any, error) {
 		var e *nilErr
 		return nil, e
-	}))
-	waitFor(t, events, queue.EventTerminated, j.ID)
-	assert.Contains(t, f.get(t, j.ID).GetLastLog().ErrorMessage, "nil *queue_test.nilErr")
+	})
+	assert.Contains(t, got.GetLastLog().ErrorMessage, "nil *queue_test.nilErr")
 }
 
 type node struct{ Next *node }
