@@ -29,7 +29,8 @@ import (
 //   - The common case is one streamed range read: the head of the whole index in priority
 //     order, at most headSize entries, filtered to the due jobs and cut at the free slots.
 //   - Only when that comes back short (fewer due jobs than free slots; the queue is not
-//     saturated) does the queue read each priority's range, the six at once: due jobs
+//     saturated), and the index holds more than the head gave (one unordered read of a
+//     few entries tells), does the queue read each priority's range, the six at once: due jobs
 //     come first in a priority's range, so this finds the due jobs that not-due jobs of a
 //     higher priority hid from the head (a delayed job of high priority never holds back
 //     due jobs: the original's issue #83), and, from the first job after them, when the
@@ -115,6 +116,20 @@ func (q *Queue) readCandidates(ctx context.Context, n int, skip []string) (candi
 		return candidates{}, fmt.Errorf("queue %s: read jobs to claim: %w", q.cfg.name, err)
 	}
 	if len(c.Docs) == n {
+		return c, nil
+	}
+	// Short: when the index holds nothing but what the head gave, there is no due job a
+	// delayed one hides and no delayed job to wait for, and one unordered read of a few
+	// entries says so; an idle queue spares the six reads below at every claim.
+	var more int
+	lo := []any{int(job.Highest), r.MinVal, r.MinVal, r.MinVal}
+	hi := []any{int(job.Lowest), r.MaxVal, r.MaxVal, r.MaxVal}
+	rest := q.readTable().Between(lo, hi, r.BetweenOpts{Index: dbinit.IndexClaim, RightBound: "closed"}).
+		Filter(notSkipped(skip)).Limit(len(c.Docs) + 1).Count()
+	if err := q.readOne(ctx, rest, &more); err != nil {
+		return candidates{}, fmt.Errorf("queue %s: read jobs to claim: %w", q.cfg.name, err)
+	}
+	if more <= len(c.Docs) {
 		return c, nil
 	}
 	ranges := make([][]entry, len(priorities))

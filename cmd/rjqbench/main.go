@@ -253,11 +253,17 @@ func measureLatency(ctx context.Context, addr string, n int) ([]time.Duration, e
 	}
 	idle := q.Events(ctx, queue.EventIdle)
 	out := make([]time.Duration, 0, n)
-	for range n {
-		// Wait until the queue is idle again, with the last job's outcome written.
-		select {
-		case <-idle:
-		case <-time.After(5 * time.Second):
+	for i := range n {
+		if i > 0 {
+			// Wait until the queue is idle again, the last job's outcome written: the idle
+			// event that follows the last start, not one left from before it.
+			select {
+			case <-idle:
+			case <-time.After(5 * time.Second):
+			}
+		}
+		for len(idle) > 0 {
+			<-idle
 		}
 		t0 := time.Now()
 		if _, err := q.AddJob(ctx, q.CreateJob(nil)); err != nil {
@@ -266,6 +272,9 @@ func measureLatency(ctx context.Context, addr string, n int) ([]time.Duration, e
 		select {
 		case t1 := <-started:
 			out = append(out, t1.Sub(t0))
+			for len(idle) > 0 {
+				<-idle
+			}
 		case <-time.After(10 * time.Second):
 			return nil, fmt.Errorf("a job added to an idle queue did not start within 10 s")
 		}
