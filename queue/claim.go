@@ -188,7 +188,7 @@ func (q *Queue) claimSpec(j *job.Job, now time.Time) map[string]any {
 		"set": map[string]any{
 			"status":       string(job.Active),
 			"dateStarted":  now,
-			"dateEnable":   now.Add(j.Timeout + time.Duration(j.RetryCount)*j.RetryDelay),
+			"dateEnable":   leaseEnd(j, now),
 			"queueId":      q.id,
 			"processCount": j.ProcessCount + 1,
 		},
@@ -211,9 +211,11 @@ func (q *Queue) claimUpdate(row, c r.Term) r.Term {
 	}), nil)
 }
 
-// leaseEnd is when a run of the job row that starts now may be taken for a crashed one.
-func (q *Queue) leaseEnd(row r.Term) r.Term {
-	return r.Now().Add(row.Field("timeout").Div(1000)).Add(row.Field("retryDelay").Div(1000).Mul(row.Field("retryCount")))
+// leaseEnd is when a run of j that starts (or reports progress) at now may be taken for a
+// crashed one by the Master's review: now + timeout + retryDelay × retryCount, the
+// original's formula. Claims and progress writes both use it.
+func leaseEnd(j *job.Job, now time.Time) time.Time {
+	return now.Add(j.Timeout + time.Duration(j.RetryCount)*j.RetryDelay)
 }
 
 // claimKey is a claimed job's place in the index before the claim, for processing order.

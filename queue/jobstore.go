@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
@@ -118,7 +119,7 @@ func (q *Queue) writeProgress(ctx context.Context, j *job.Job, percent float64, 
 		return r.Branch(ownedBy(row, j.ProcessCount), map[string]any{
 			"queueId":    q.id,
 			"progress":   percent,
-			"dateEnable": q.leaseEnd(row),
+			"dateEnable": leaseEnd(j, time.Now().UTC().Truncate(time.Millisecond)),
 			"log":        q.appendLog(row.Field("log"), entry, trunc.Document()),
 		}, map[string]any{})
 	}, r.UpdateOpts{ReturnChanges: true})
