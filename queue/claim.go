@@ -38,9 +38,9 @@ import (
 //   - The reads run in readMode "outdated": they only propose candidates, read whole and
 //     checked here with this library's own reading rules (claimable). The write runs on
 //     the primary with the queue's own run options and is a compare-and-set: it switches a
-//     job to active only if its status, processCount and dateEnable are still what was
-//     read, so a stale candidate, or one claimed or changed elsewhere since, is merely not
-//     claimed; nothing is claimed twice.
+//     job to active only if its status, processCount and retryCount are still what was
+//     read and it is still due, so a stale candidate, or one claimed or changed elsewhere
+//     since, is merely not claimed; nothing is claimed twice.
 
 // priorities in processing order.
 var priorities = []job.Priority{job.Highest, job.High, job.Medium, job.Normal, job.Low, job.Lowest}
@@ -181,10 +181,10 @@ func (q *Queue) claimSpec(j *job.Job, now time.Time) map[string]any {
 	entry := job.NewLog(&claimed, q.id, nil, job.MessageActive, job.Information, job.Active)
 	entry.Date = now
 	return map[string]any{
-		"claim":      true,
-		"status":     string(j.Status),
-		"pc":         j.ProcessCount,
-		"dateEnable": j.DateEnable,
+		"claim":  true,
+		"status": string(j.Status),
+		"pc":     j.ProcessCount,
+		"rc":     j.RetryCount,
 		"set": map[string]any{
 			"status":       string(job.Active),
 			"dateStarted":  now,
@@ -198,14 +198,17 @@ func (q *Queue) claimSpec(j *job.Job, now time.Time) map[string]any {
 }
 
 // claimUpdate applies the claim spec c (an object term of commitTerm) to row: only if the
-// job is as it was read (same status, processCount and dateEnable: nobody claimed or
-// changed it since), it becomes active, with the log entry "Job retrieved and active" and
-// dateEnable moved to the end of its lease, when the Master's review may take the run
-// for a crashed one: now + timeout + retryDelay × retryCount.
+// job is as it was read (same status, processCount and retryCount: nobody claimed, failed
+// or reanimated it since) and still due by the server's clock, it becomes active, with
+// the log entry "Job retrieved and active" and dateEnable moved to the end of its lease
+// (see leaseEnd). Times are not compared for equality: one written by another client
+// need not come back bit for bit after a round trip through this driver's encoding, and
+// such a claim would never match (measured with jobs the Node.js library added).
 func (q *Queue) claimUpdate(row, c r.Term) r.Term {
 	unchanged := row.Field("status").Default(nil).Eq(c.Field("status")).
 		And(row.Field("processCount").Default(nil).Eq(c.Field("pc"))).
-		And(row.Field("dateEnable").Default(nil).Eq(c.Field("dateEnable")))
+		And(row.Field("retryCount").Default(nil).Eq(c.Field("rc"))).
+		And(row.Field("dateEnable").Default(nil).Le(r.Now()))
 	return r.Branch(unchanged, c.Field("set").Merge(map[string]any{
 		"log": q.appendLog(row.Field("log"), c.Field("entry"), c.Field("trunc")),
 	}), nil)

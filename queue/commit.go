@@ -21,7 +21,7 @@ import (
 // Each outcome is guarded by ownership: it is applied only while the job is still active
 // in the run that made its processCount, so a job cancelled, failed by a review or claimed
 // again meanwhile is left as the other party left it. Each claim is a compare-and-set:
-// it applies only while the job is as the candidate read saw it, which the client checked
+// it applies only while the job is as the candidate read saw it (and still due), which the client checked
 // could be processed. Nothing in the update can raise an error for one document (a log
 // that is not an array is replaced), so the write cannot fail half-way for a reason
 // unrelated to it.
