@@ -70,6 +70,7 @@ type Store interface {
 // queue behind s (nil for a job that Queue.AddJob attaches later). An invalid option is
 // reported by Err. Queue.CreateJob is the usual way to call it.
 func New(s Store, data any, opts Options) *Job {
+	opts = opts.WithDefaults()
 	created := creationTime()
 	id := uuid.NewString()
 	j := &Job{
@@ -265,6 +266,10 @@ func (j *Job) Validate() error {
 		return fmt.Errorf("%w: nil job", ErrInvalid)
 	}
 	errs := []error{j.err, j.options().Validate()}
+	if j.Priority == 0 {
+		// Zero means Normal only in Options; a job stores its priority as it is.
+		errs = append(errs, fmt.Errorf("%w (got 0)", ErrInvalidPriority))
+	}
 	if !ValidID(j.ID) {
 		errs = append(errs, fmt.Errorf("%w (got %q)", ErrInvalidID, j.ID))
 	}

@@ -107,6 +107,15 @@ func TestNewWithStore(t *testing.T) {
 	assert.Equal(t, Created, j.Status)
 }
 
+func TestNewZeroOptionsMeanDefaults(t *testing.T) {
+	j := New(nil, nil, Options{})
+	require.NoError(t, j.Err())
+	assert.Equal(t, Normal, j.Priority, "a zero priority is Normal")
+	assert.Equal(t, DefaultTimeout, j.Timeout, "a zero timeout is the default, not an instant timeout")
+	assert.Zero(t, j.RetryMax, "RetryMax is used as given")
+	assert.Zero(t, j.RetryDelay, "RetryDelay is used as given")
+}
+
 func TestNewInvalidOptions(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -114,7 +123,6 @@ func TestNewInvalidOptions(t *testing.T) {
 		want   error
 	}{
 		{"priority", func(o *Options) { o.Priority = 7 }, ErrInvalidPriority},
-		{"zero options", func(o *Options) { *o = Options{} }, ErrInvalidPriority},
 		{"timeout", func(o *Options) { o.Timeout = -1 }, ErrInvalidTimeout},
 		{"retry max", func(o *Options) { o.RetryMax = -1 }, ErrInvalidRetryMax},
 		{"retry delay", func(o *Options) { o.RetryDelay = -1 }, ErrInvalidRetryDelay},

@@ -10,15 +10,19 @@ import (
 // removed. It is stored as `true`, as the Node.js library stores it.
 const RepeatForever = -1
 
-// Options are the settings a new job starts with. The zero value is not useful: start from
-// DefaultOptions. Durations are stored in whole milliseconds (anything finer is dropped).
+// Options are the settings a new job starts with. A zero Priority means Normal and a zero
+// Timeout means DefaultTimeout, so that a partly filled Options never makes jobs that time
+// out at once; every other field is used as given (RetryMax 0: no retries; RetryDelay 0:
+// retry at once). DefaultOptions gives the original library's full set. Durations are
+// stored in whole milliseconds (anything finer is dropped).
 type Options struct {
 	// Name identifies related jobs (not necessarily uniquely) and is indexed for
 	// FindJobByName. Empty means "the job's id".
 	Name string
-	// Priority orders waiting jobs; Normal by default.
+	// Priority orders waiting jobs; zero means Normal.
 	Priority Priority
-	// Timeout is how long one run of the job may take before it is failed.
+	// Timeout is how long one run of the job may take before it is failed; zero means
+	// DefaultTimeout.
 	Timeout time.Duration
 	// RetryDelay is multiplied by the retry count to delay each retry.
 	RetryDelay time.Duration
@@ -55,12 +59,24 @@ func DefaultOptions() Options {
 	}
 }
 
+// WithDefaults returns o with its zero Priority and zero Timeout replaced by Normal and
+// DefaultTimeout, the values New and queues use.
+func (o Options) WithDefaults() Options {
+	if o.Priority == 0 {
+		o.Priority = Normal
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	return o
+}
+
 // Validate reports every invalid option, each error wrapping ErrInvalid and the option's
 // own ErrInvalidX. The zero DateEnable and the empty Name are valid (they mean "now" and
 // "the id").
 func (o Options) Validate() error {
 	var errs []error
-	if !o.Priority.Valid() {
+	if o.Priority != 0 && !o.Priority.Valid() {
 		errs = append(errs, fmt.Errorf("%w (got %d)", ErrInvalidPriority, int(o.Priority)))
 	}
 	errs = append(errs,

@@ -44,7 +44,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"date enable set", func(o *Options) { o.DateEnable = time.Now().Add(time.Hour) }, nil},
 		{"every priority", func(o *Options) { o.Priority = Lowest }, nil},
 
-		{"priority zero", func(o *Options) { o.Priority = 0 }, []error{ErrInvalidPriority}},
+		{"priority zero means Normal", func(o *Options) { o.Priority = 0 }, nil},
+		{"timeout zero means the default", func(o *Options) { o.Timeout = 0 }, nil},
 		{"priority 7", func(o *Options) { o.Priority = 7 }, []error{ErrInvalidPriority}},
 		{"timeout", func(o *Options) { o.Timeout = -time.Millisecond }, []error{ErrInvalidTimeout}},
 		{"retry delay", func(o *Options) { o.RetryDelay = -1 }, []error{ErrInvalidRetryDelay}},

@@ -229,7 +229,10 @@ func (p *processor) written(ctx context.Context, outs []*outcome, res commitResu
 			q.log.Info("job changed elsewhere while it ran; its outcome is dropped", "job", id)
 			continue
 		}
-		q.emit(Event{Type: o.event, JobID: id, IsRepeating: o.repeating})
+		q.emit(Event{Type: o.event, JobID: id, IsRepeating: o.repeating, Err: o.err})
+		if o.terminated != nil {
+			p.terminatedHook(o.terminated, o.err)
+		}
 		if at, ok := o.set["dateEnable"].(time.Time); ok && !o.finished && (again.IsZero() || at.Before(again)) {
 			again = at
 		}

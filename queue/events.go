@@ -57,7 +57,8 @@ type Event struct {
 	IsRepeating bool
 	// Progress is the job's progress, on progress events.
 	Progress float64
-	// Err is the error, on error events.
+	// Err is the error of error events, and the handler's error on the local failed and
+	// terminated events of a run.
 	Err error
 	// Count is the number of jobs removed, on reset events.
 	Count int
@@ -75,32 +76,34 @@ type ReviewResult struct {
 	Local bool
 }
 
-// EventBuffer is how many events each Events channel holds for a reader that is behind.
-// Events that find the channel full are dropped, never waited for, and counted by
-// Queue.DroppedEvents.
-const EventBuffer = 256
-
 // broker fans events out to subscribers without ever blocking the publisher.
 type broker struct {
 	mu      sync.RWMutex
 	subs    map[*subscriber]struct{}
 	closed  bool
+	size    int
 	dropped atomic.Uint64
+	// onDrop is told of a subscriber's first drop after a delivery, so that a reader that
+	// is behind is logged once per stall, not once per event.
+	onDrop func(total uint64)
 }
 
 type subscriber struct {
-	ch    chan Event
-	types []EventType
+	ch      chan Event
+	types   []EventType
+	dropped atomic.Uint64
+	stalled atomic.Bool
 }
 
-func newBroker() *broker {
-	return &broker{subs: make(map[*subscriber]struct{})}
+// newBroker returns a broker whose subscribers' channels hold size events.
+func newBroker(size int, onDrop func(total uint64)) *broker {
+	return &broker{subs: make(map[*subscriber]struct{}), size: size, onDrop: onDrop}
 }
 
 // subscribe returns a channel of the given types (all when none), closed when ctx ends or
 // the broker closes.
 func (b *broker) subscribe(ctx context.Context, types []EventType) <-chan Event {
-	s := &subscriber{ch: make(chan Event, EventBuffer), types: types}
+	s := &subscriber{ch: make(chan Event, b.size), types: types}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -130,8 +133,13 @@ func (b *broker) publish(e Event) {
 		}
 		select {
 		case s.ch <- e:
+			s.stalled.Store(false)
 		default:
 			b.dropped.Add(1)
+			n := s.dropped.Add(1)
+			if !s.stalled.Swap(true) && b.onDrop != nil {
+				b.onDrop(n)
+			}
 		}
 	}
 }
@@ -149,8 +157,9 @@ func (b *broker) close() {
 
 // Events returns a channel that receives the queue's events of the given types (all types
 // when none are given). The channel is closed when ctx ends or the queue stops. A reader
-// that falls EventBuffer events behind loses the newer ones (see DroppedEvents): the queue
-// never waits for a reader.
+// that falls Options.EventBuffer events behind loses the newer ones: the queue never waits
+// for a reader. Drops are counted (DroppedEvents) and logged, once per stall of a reader,
+// with the number that reader has lost.
 func (q *Queue) Events(ctx context.Context, types ...EventType) <-chan Event {
 	return q.events.subscribe(ctx, slices.Clone(types))
 }

@@ -10,7 +10,7 @@ import (
 )
 
 func TestBrokerFiltersTypes(t *testing.T) {
-	b := newBroker()
+	b := newBroker(DefaultEventBuffer, nil)
 	ctx := t.Context()
 	all := b.subscribe(ctx, nil)
 	done := b.subscribe(ctx, []EventType{EventCompleted, EventFailed})
@@ -25,7 +25,7 @@ func TestBrokerFiltersTypes(t *testing.T) {
 // A reader that does not read must never hold up the publisher: its events are dropped
 // and counted, and other readers still get theirs.
 func TestBrokerNeverBlocksOnASlowReader(t *testing.T) {
-	b := newBroker()
+	b := newBroker(DefaultEventBuffer, nil)
 	ctx := t.Context()
 	stuck := b.subscribe(ctx, nil)
 	live := b.subscribe(ctx, []EventType{EventProgress})
@@ -37,22 +37,22 @@ func TestBrokerNeverBlocksOnASlowReader(t *testing.T) {
 		}
 		received <- n
 	}()
-	const total = 3 * EventBuffer
+	const total = 3 * DefaultEventBuffer
 	start := time.Now()
 	for range total {
 		b.publish(Event{Type: EventProgress})
 	}
 	assert.Less(t, time.Since(start), time.Second, "publishing does not wait for readers")
-	assert.GreaterOrEqual(t, b.dropped.Load(), uint64(total-EventBuffer), "the stuck reader's overflow is counted")
-	assert.Len(t, stuck, EventBuffer)
+	assert.GreaterOrEqual(t, b.dropped.Load(), uint64(total-DefaultEventBuffer), "the stuck reader's overflow is counted")
+	assert.Len(t, stuck, DefaultEventBuffer)
 	b.close()
-	liveDropped := b.dropped.Load() - (total - EventBuffer)
+	liveDropped := b.dropped.Load() - (total - DefaultEventBuffer)
 	assert.Equal(t, uint64(total), uint64(<-received)+liveDropped,
 		"every event is either delivered to the live reader or counted as dropped")
 }
 
 func TestBrokerClosesOnContextAndClose(t *testing.T) {
-	b := newBroker()
+	b := newBroker(DefaultEventBuffer, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := b.subscribe(ctx, nil)
 	cancel()
@@ -84,4 +84,22 @@ func drain(ch <-chan Event) []EventType {
 			return got
 		}
 	}
+}
+
+// A buffer of its own per subscription, and one report per stall of a reader, not one per
+// dropped event.
+func TestBrokerReportsEachStallOnce(t *testing.T) {
+	var reports []uint64
+	b := newBroker(2, func(total uint64) { reports = append(reports, total) })
+	ch := b.subscribe(t.Context(), nil)
+	for range 5 {
+		b.publish(Event{Type: EventAdded})
+	}
+	assert.Len(t, ch, 2, "the channel holds EventBuffer events")
+	assert.Equal(t, []uint64{1}, reports, "three drops in one stall are reported once")
+	<-ch
+	b.publish(Event{Type: EventAdded}) // delivered: the stall is over
+	b.publish(Event{Type: EventAdded}) // dropped again
+	assert.Equal(t, []uint64{1, 4}, reports, "a new stall is reported with the reader's total")
+	assert.Equal(t, uint64(4), b.dropped.Load())
 }

@@ -83,7 +83,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		{&queue.ConnectOptions{DB: "bad.db"}, nil},
 		{&queue.ConnectOptions{Port: 70000}, nil},
 		{nil, &queue.Options{Concurrency: -1}},
-		{nil, &queue.Options{JobOptions: &job.Options{}}},
+		{nil, &queue.Options{JobOptions: &job.Options{Timeout: -1}}},
 	} {
 		q, err := queue.New(ctx, tc.cxn, tc.opts)
 		assert.Nil(t, q)

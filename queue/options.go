@@ -1,11 +1,13 @@
 package queue
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -67,10 +69,32 @@ type Options struct {
 	// RemoveFinishedJobsImmediately removes them as soon as they finish.
 	RemoveFinishedJobs time.Duration
 	// JobOptions are the options CreateJob gives new jobs; nil means job.DefaultOptions().
-	// Every field is used as given, so RetryMax 0 means no retries.
+	// Every field is used as given, so RetryMax 0 means no retries, except a zero Priority
+	// or Timeout, which mean Normal and job.DefaultTimeout.
 	JobOptions *job.Options
-	// Logger receives the queue's diagnostics (default: discarded).
+	// Logger receives the queue's diagnostics (default: discarded). Messages about a job
+	// are logged with its handler's context, so a handler that carries trace ids in its
+	// context (see BaseContext) finds them in the log records.
 	Logger *slog.Logger
+	// Middleware wraps the handler given to Process, the first outermost: with [a, b] a
+	// job runs a(b(handler)).
+	Middleware []Middleware
+	// BaseContext returns the parent of every handler context (default
+	// context.Background), so that values such as trace ids flow into handlers. Its
+	// cancellation cancels the running handlers' contexts, as Stop does.
+	BaseContext func() context.Context
+	// Heartbeat is how often the lease of a running job is renewed (default 10s;
+	// negative: off, the original's lease of dateStarted + timeout + retry delay). With
+	// heartbeats on, a job whose worker died is found by the next review within a few
+	// heartbeats instead of after its timeout, and the queue's worker entry (see
+	// Queue.Workers) is kept fresh.
+	Heartbeat time.Duration
+	// OnTerminated, when set, is called once, in its own goroutine, for each job of this
+	// queue that ends terminated: failed with no retries left. err is the last error.
+	OnTerminated func(j *job.Job, err error)
+	// EventBuffer is how many events each Events channel holds for a reader that is
+	// behind (default 256); events that find it full are dropped, counted and logged.
+	EventBuffer int
 }
 
 // Defaults of the connection and of Options, the original library's.
@@ -84,6 +108,8 @@ const (
 	DefaultMasterInterval     = 310 * time.Second
 	DefaultLimitJobLogs       = 1000
 	DefaultRemoveFinishedJobs = 180 * 24 * time.Hour
+	DefaultHeartbeat          = 10 * time.Second
+	DefaultEventBuffer        = 256
 )
 
 // Values of Options.RemoveFinishedJobs with a special meaning.
@@ -117,6 +143,11 @@ type config struct {
 	removeFinished time.Duration
 	jobOptions     job.Options
 	logger         *slog.Logger
+	middleware     []Middleware
+	baseContext    func() context.Context
+	heartbeat      time.Duration
+	onTerminated   func(*job.Job, error)
+	eventBuffer    int
 }
 
 // RethinkDB accepts these characters in database and table names.
@@ -159,13 +190,21 @@ func resolve(cxn *ConnectOptions, opts *Options) (config, error) {
 		removeFinished: or(opts.RemoveFinishedJobs, DefaultRemoveFinishedJobs),
 		jobOptions:     job.DefaultOptions(),
 		logger:         opts.Logger,
+		middleware:     slices.Clone(opts.Middleware),
+		baseContext:    opts.BaseContext,
+		heartbeat:      or(opts.Heartbeat, DefaultHeartbeat),
+		onTerminated:   opts.OnTerminated,
+		eventBuffer:    or(opts.EventBuffer, DefaultEventBuffer),
+	}
+	if c.baseContext == nil {
+		c.baseContext = context.Background
 	}
 	if opts.QueryRunOptions != nil {
 		c.runOpts = *opts.QueryRunOptions
 		c.runOpts.Context = nil
 	}
 	if opts.JobOptions != nil {
-		c.jobOptions = *opts.JobOptions
+		c.jobOptions = opts.JobOptions.WithDefaults()
 	}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
@@ -179,6 +218,13 @@ func resolve(cxn *ConnectOptions, opts *Options) (config, error) {
 		return c, fmt.Errorf("%w: port %d", ErrInvalidOption, c.port)
 	case c.concurrency < 1:
 		return c, fmt.Errorf("%w: concurrency %d: must be at least 1", ErrInvalidOption, c.concurrency)
+	case c.eventBuffer < 1:
+		return c, fmt.Errorf("%w: event buffer %d: must be at least 1", ErrInvalidOption, c.eventBuffer)
+	}
+	for i, m := range c.middleware {
+		if m == nil {
+			return c, fmt.Errorf("%w: middleware %d is nil", ErrInvalidOption, i)
+		}
 	}
 	if err := c.jobOptions.Validate(); err != nil {
 		return c, fmt.Errorf("%w: job options: %w", ErrInvalidOption, err)
@@ -203,6 +249,8 @@ func (c config) addr() string {
 }
 
 func (c config) master() bool { return c.masterInterval > 0 }
+
+func (c config) heartbeats() bool { return c.heartbeat > 0 }
 
 func (c config) removeImmediately() bool {
 	return c.removeFinished == RemoveFinishedJobsImmediately

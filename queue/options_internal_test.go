@@ -54,7 +54,9 @@ func TestResolveGivenValues(t *testing.T) {
 	assert.False(t, c.master())
 	assert.Equal(t, -1, c.limitJobLogs)
 	assert.True(t, c.removeImmediately())
-	assert.Equal(t, jobOpts, c.jobOptions, "job options are used as given, zero fields included")
+	want := jobOpts
+	want.Timeout = job.DefaultTimeout
+	assert.Equal(t, want, c.jobOptions, "job options are used as given, zero fields included, but a zero timeout is the default")
 }
 
 func TestResolveRefuses(t *testing.T) {

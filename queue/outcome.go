@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/rjqgo/rethinkdb-job-queue/job"
@@ -54,9 +55,12 @@ type outcome struct {
 	// stamp is the outcome's dateFinished, by which a write whose answer was lost is
 	// recognized as this outcome's.
 	stamp time.Time
-	// event is raised once the write lands.
-	event     EventType
-	repeating bool
+	// event is raised once the write lands, with err, the handler's error of a failed run.
+	event EventType
+	err   error
+	// terminated is the job as it ended, for Options.OnTerminated, when it ended terminated.
+	terminated *job.Job
+	repeating  bool
 	// finished is true when the job ends in a finished status.
 	finished bool
 	// tries counts writes of this outcome that failed; after one, the outcome may be in
@@ -71,7 +75,7 @@ func (p *processor) completed(rn *run, result any) {
 	t := job.AfterSuccess(&rn.claimed, now)
 	message := job.MessageCompleted
 	if err := job.CheckValue(result); err != nil {
-		p.q.log.Warn("a handler's result cannot be stored; the job completes without it", "job", rn.claimed.ID, "err", err)
+		p.q.log.WarnContext(rn.ctx, "a handler's result cannot be stored; the job completes without it", "job", rn.claimed.ID, "err", err)
 		result, message = nil, job.MessageCompleted+" (its result was not stored: "+err.Error()+")"
 	}
 	entry := job.NewLog(&rn.claimed, p.q.id, result, message, t.LogType, t.Status).
@@ -99,12 +103,20 @@ func (p *processor) failed(rn *run, err error) {
 	entry := job.NewLog(&claimed, p.q.id, data, job.MessageFailed, t.LogType, t.Status).
 		WithDuration(runTime(rn.claimed, now)).
 		WithError(message, stack)
-	p.q.log.Info("job failed", "job", rn.claimed.ID, "err", message, "status", t.Status)
+	p.q.log.InfoContext(rn.ctx, "job failed", "job", rn.claimed.ID, "err", message, "status", t.Status)
 	event := EventTerminated
 	if t.Retry || t.Repeating {
 		event = EventFailed
 	}
-	p.enqueue(p.transition(rn, t, entry, now, event))
+	o := p.transition(rn, t, entry, now, event)
+	o.err = err
+	if t.Status == job.Terminated && p.q.cfg.onTerminated != nil {
+		ended := claimed
+		ended.Status, ended.DateFinished, ended.Progress, ended.QueueID = t.Status, now, t.Progress, p.q.id
+		ended.Log = append(slices.Clone(claimed.Log), entry)
+		o.terminated = &ended
+	}
+	p.enqueue(o)
 }
 
 // transition is the outcome that applies t to the run's job.
@@ -194,4 +206,20 @@ func (p *processor) passBack(rn *run) {
 	case err != nil:
 		q.emit(Event{Type: EventError, JobID: j.ID, Err: err})
 	}
+}
+
+// terminatedHook calls Options.OnTerminated for a job that ended terminated. It runs in a
+// goroutine of its own, owned by the processor (Stop waits for it), and a hook that panics
+// is logged instead of taking the process down.
+func (p *processor) terminatedHook(j *job.Job, err error) {
+	p.handlers.Add(1)
+	go func() {
+		defer p.handlers.Done()
+		defer func() {
+			if v := recover(); v != nil {
+				p.q.log.Error("Options.OnTerminated panicked", "job", j.ID, "panic", v)
+			}
+		}()
+		p.q.cfg.onTerminated(j, err)
+	}()
 }

@@ -124,8 +124,10 @@ type run struct {
 	job *job.Job
 	// claimed is the job as claimed, for the outcome: the handler may change job meanwhile.
 	claimed job.Job
-	cancel  context.CancelCauseFunc
-	timer   *time.Timer
+	// ctx is the handler's context; log records about the run carry it.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	timer  *time.Timer
 	// settled is set by the first of handler return, timeout and cancel; the others then
 	// do nothing (a handler that cancels its own job reaches settle twice).
 	settled atomic.Bool
@@ -153,7 +155,7 @@ func (q *Queue) Process(handler Handler) error {
 	}
 	p := &processor{
 		q:        q,
-		handler:  handler,
+		handler:  chain(handler, q.cfg.middleware),
 		wake:     make(chan struct{}, 1),
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
@@ -449,8 +451,14 @@ func (p *processor) runningCount() int {
 
 // start runs the handler on a claimed job, with its timeout.
 func (p *processor) start(j *job.Job) {
-	ctx, cancel := context.WithCancelCause(context.WithValue(p.hard, handlerKey{}, p.q))
-	rn := &run{job: j, claimed: *j, cancel: cancel}
+	base := p.q.cfg.baseContext()
+	if base == nil {
+		base = context.Background()
+	}
+	ctx, cancel := context.WithCancelCause(context.WithValue(base, handlerKey{}, p.q))
+	// A Stop that gives up waiting cuts the handler off with the cause ErrStopped.
+	unlink := context.AfterFunc(p.hard, func() { cancel(context.Cause(p.hard)) })
+	rn := &run{job: j, claimed: *j, ctx: ctx, cancel: cancel}
 	p.mu.Lock()
 	p.running[rn] = struct{}{}
 	// Set under the lock that settle takes first, so a timeout of 0 finds it set.
@@ -460,6 +468,7 @@ func (p *processor) start(j *job.Job) {
 	p.handlers.Add(1)
 	go func() {
 		defer p.handlers.Done()
+		defer unlink()
 		result, err := p.call(ctx, j)
 		if errors.Is(context.Cause(ctx), ErrStopped) {
 			// Cut off by a Stop that gave up waiting: not the job's failure. The job stays

@@ -119,7 +119,7 @@ func (p *processor) progress(ctx context.Context, rn *run, j *job.Job, percent f
 			return
 		}
 		if err := p.q.writeProgress(p.hard, tj, v, false); err != nil {
-			p.q.log.Info("a coalesced progress write failed", "job", tj.ID, "err", err)
+			p.q.log.InfoContext(rn.ctx, "a coalesced progress write failed", "job", tj.ID, "err", err)
 		}
 		rn.progress.wrote(trailing, &p.handlers)
 	}

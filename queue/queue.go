@@ -85,13 +85,16 @@ func New(ctx context.Context, cxn *ConnectOptions, opts *Options) (*Queue, error
 		cfg:         cfg,
 		id:          strings.Join([]string{host, cfg.db, cfg.name, strconv.Itoa(os.Getpid()), uuid.NewString()}, ":"),
 		session:     session,
-		events:      newBroker(),
 		ready:       make(chan struct{}),
 		concurrency: cfg.concurrency,
 		jobOptions:  cfg.jobOptions,
 		removed:     make(map[string]time.Time),
 	}
 	q.log = cfg.logger.With("queue", q.id)
+	q.events = newBroker(cfg.eventBuffer, func(total uint64) {
+		q.log.Warn("an Events reader is behind: events dropped; read faster or raise Options.EventBuffer",
+			"droppedByThisReader", total)
+	})
 	q.life, q.endLife = context.WithCancel(context.Background())
 	q.feedLife, q.endFeed = context.WithCancel(context.Background())
 	q.background.Add(1)
@@ -312,13 +315,14 @@ func (q *Queue) JobOptions() job.Options {
 }
 
 // SetJobOptions replaces the options CreateJob gives new jobs; every field is used as
-// given. Invalid options are refused with an error and change nothing.
+// given, except a zero Priority or Timeout, which mean Normal and job.DefaultTimeout.
+// Invalid options are refused with an error and change nothing.
 func (q *Queue) SetJobOptions(opts job.Options) error {
 	if err := opts.Validate(); err != nil {
 		return fmt.Errorf("%w: job options: %w", ErrInvalidOption, err)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.jobOptions = opts
+	q.jobOptions = opts.WithDefaults()
 	return nil
 }
