@@ -12,7 +12,9 @@ import (
 const (
 	MessageAdded         = "Job added to the queue"
 	MessageActive        = "Job retrieved and active"
-	MessageCompleted     = "Job completed successfully"
+	// MessageCompleted is what the original writes on completion: the status name (its
+	// "Job completed successfully" constant is never used).
+	MessageCompleted = "completed"
 	MessageFailed        = "Job processing failed"
 	MessageCancel        = "Job cancelled by Queue process handler"
 	MessageSeeLogData    = "See the data attached to this log entry"
@@ -96,6 +98,13 @@ func (e LogEntry) WithDuration(d time.Duration) LogEntry {
 func (e LogEntry) WithError(message, stack string) LogEntry {
 	e.ErrorMessage, e.ErrorStack = message, stack
 	e.has |= hasErrorMessage | hasErrorStack
+	return e
+}
+
+// WithoutData returns e stored without a "data" field while its Data is nil, as the
+// original stores its claim and cancel entries.
+func (e LogEntry) WithoutData() LogEntry {
+	e.has |= noData
 	return e
 }
 

@@ -13,7 +13,7 @@ func TestLogMessagesVerbatim(t *testing.T) {
 	want := map[string]string{
 		MessageAdded:         "Job added to the queue",
 		MessageActive:        "Job retrieved and active",
-		MessageCompleted:     "Job completed successfully",
+		MessageCompleted:     "completed", // job-completed.js passes the status name
 		MessageFailed:        "Job processing failed",
 		MessageCancel:        "Job cancelled by Queue process handler",
 		MessageSeeLogData:    "See the data attached to this log entry",

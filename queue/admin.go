@@ -62,7 +62,7 @@ func processCounts(res writeResult) map[string]int {
 
 // cancelFields is the update that cancels the job row.
 func (q *Queue) cancelFields(row r.Term, now time.Time, reason string) map[string]any {
-	entry, trunc := q.rowLog(row, now, reason, job.Cancelled)
+	entry, trunc := q.rowLog(row, now, reason, job.Cancelled, true)
 	return map[string]any{
 		"status":       string(job.Cancelled),
 		"dateFinished": now,
@@ -104,7 +104,7 @@ func (q *Queue) ReanimateJob(ctx context.Context, dateEnable time.Time, ids ...s
 	}
 	dateEnable = dateEnable.UTC().Truncate(time.Millisecond)
 	err = q.updateAll(ctx, "reanimate", ids, func(row r.Term) any {
-		entry, trunc := q.rowLog(row, now, job.MessageReanimated, job.Waiting)
+		entry, trunc := q.rowLog(row, now, job.MessageReanimated, job.Waiting, false)
 		return map[string]any{
 			"status":     string(job.Waiting),
 			"dateEnable": dateEnable,
@@ -171,12 +171,16 @@ func (q *Queue) updateAll(ctx context.Context, what string, ids []string, update
 // rowLog builds a log entry inside a query, stamped with the row's own counters and date
 // (a time.Time, or r.Now() for the server's clock), and the truncation entry that goes
 // with it.
-func (q *Queue) rowLog(row r.Term, date any, message string, status job.Status) (entry, trunc r.Term) {
+func (q *Queue) rowLog(row r.Term, date any, message string, status job.Status, noData bool) (entry, trunc r.Term) {
 	stamps := map[string]any{"date": date, "retryCount": row.Field("retryCount"), "processCount": row.Field("processCount")}
 	stamp := func(e job.LogEntry) r.Term {
 		return r.Expr(e.Document()).Merge(stamps)
 	}
 	var none job.Job
-	return stamp(job.NewLog(&none, q.id, nil, message, job.Information, status)),
+	e := job.NewLog(&none, q.id, nil, message, job.Information, status)
+	if noData {
+		e = e.WithoutData()
+	}
+	return stamp(e),
 		stamp(job.TruncatedLog(&none, q.id, q.cfg.limitJobLogs, status))
 }

@@ -178,7 +178,7 @@ func (q *Queue) claimable(doc map[string]any) (*job.Job, error) {
 // cancelled by anyone since is left alone), and the fields it then sets.
 func (q *Queue) claimSpec(j *job.Job, now time.Time) map[string]any {
 	claimed := *j
-	entry := job.NewLog(&claimed, q.id, nil, job.MessageActive, job.Information, job.Active)
+	entry := job.NewLog(&claimed, q.id, nil, job.MessageActive, job.Information, job.Active).WithoutData()
 	entry.Date = now
 	return map[string]any{
 		"claim":  true,

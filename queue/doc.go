@@ -101,5 +101,7 @@
 // new retry count, as the original documents (its code retried the first failure at
 // once). A job completed by another queue is raised as completed, not progress. An outcome
 // is written only while the run still owns the job, so a job cancelled or recovered
-// meanwhile is not overwritten. The completion log message is "Job completed successfully".
+// meanwhile is not overwritten. Log entries are written as the original writes them: the
+// completion entry's message is "completed" (the status name, as its job-completed.js
+// passes it), and the claim and cancel entries carry no "data" field.
 package queue

@@ -143,7 +143,7 @@ func (p *processor) transition(rn *run, t job.Transition, entry job.LogEntry, no
 // cancelledByHandler cancels a job whose handler returned job.Cancel(reason).
 func (p *processor) cancelledByHandler(rn *run, reason string) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	entry := job.NewLog(&rn.claimed, p.q.id, nil, reason, job.Information, job.Cancelled)
+	entry := job.NewLog(&rn.claimed, p.q.id, nil, reason, job.Information, job.Cancelled).WithoutData()
 	entry.Date = now
 	p.enqueue(&outcome{
 		rn: rn,
