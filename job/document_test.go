@@ -426,7 +426,7 @@ func nodeDocument() map[string]any {
 				"retryCount": float64(1), "processCount": float64(2), "message": "no longer needed",
 			},
 			map[string]any{
-				"date": at(3, 4), "queueId": "node:rjqJobQueue:rjqJobList:99:q1", "message": "Job completed successfully",
+				"date": at(3, 4), "queueId": "node:rjqJobQueue:rjqJobList:99:q1", "message": "completed",
 				"data": nil, "type": "information", "status": "completed",
 				"retryCount": float64(1), "processCount": float64(2), "duration": float64(1234),
 			},

@@ -193,18 +193,26 @@ func (j *Job) SetDateEnable(t time.Time) *Job {
 // DataAs decodes the job's payload into v, which must be a non-nil pointer. It follows the
 // rethinkdb-go encoding rules (the `rethinkdb` struct tag, else `json`).
 func (j *Job) DataAs(v any) error {
-	tree, err := encoding.Encode(j.Data)
+	if err := decodeInto(j.Data, v); err != nil {
+		return fmt.Errorf("job %s: data: %w", j.ID, err)
+	}
+	return nil
+}
+
+// decodeInto decodes value, as the driver gives or takes it, into the pointer v.
+func decodeInto(value, v any) error {
+	tree, err := encoding.Encode(value)
 	if err != nil {
-		return fmt.Errorf("job %s: encode data: %w", j.ID, err)
+		return fmt.Errorf("encode: %w", err)
 	}
 	// Encode turns times and byte slices into ReQL pseudo-types, which Decode does not
 	// turn back (the driver does that on reading): without this, every time.Time in the
-	// payload would decode as the zero time.
+	// value would decode as the zero time.
 	if tree, err = nativePseudoTypes(tree); err != nil {
-		return fmt.Errorf("job %s: encode data: %w", j.ID, err)
+		return fmt.Errorf("encode: %w", err)
 	}
 	if err := encoding.Decode(v, tree); err != nil {
-		return fmt.Errorf("job %s: decode data into %T: %w", j.ID, v, err)
+		return fmt.Errorf("decode into %T: %w", v, err)
 	}
 	return nil
 }

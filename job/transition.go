@@ -38,7 +38,8 @@ func AfterSuccess(j *Job, now time.Time) Transition {
 
 // AfterFailure is what a failed run at now does to j, with progress 0:
 //   - retries left (RetryCount < RetryMax): failed, RetryCount+1, enabled again after
-//     RetryDelay × the new RetryCount, so each retry waits longer (a warning entry);
+//     RetryDelay × the new RetryCount, so each retry waits longer, or after the job's
+//     Backoff (a warning entry);
 //   - none left but repeating: waiting, RetryCount 0, enabled after RepeatDelay (an error
 //     entry);
 //   - otherwise: terminated (an error entry).
@@ -50,7 +51,7 @@ func AfterSuccess(j *Job, now time.Time) Transition {
 func AfterFailure(j *Job, now time.Time) Transition {
 	if j.RetryCount < j.RetryMax {
 		n := j.RetryCount + 1
-		return Transition{Status: Failed, DateEnable: now.Add(time.Duration(n) * j.RetryDelay), RetryCount: n,
+		return Transition{Status: Failed, DateEnable: now.Add(j.RetryDelayFor(n)), RetryCount: n,
 			LogType: Warning, Retry: true}
 	}
 	if j.Repeating() {

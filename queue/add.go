@@ -30,7 +30,9 @@ const (
 
 // AddJob adds jobs to the queue. A job still at status Created becomes Waiting, gets the
 // log entry "Job added to the queue", and is stamped with this queue's id. It returns the
-// jobs it added: the same objects, updated to what was stored.
+// jobs it added: the same objects, updated to what was stored. For a job with a unique
+// key (job.SetUniqueKey) whose key has an unfinished job in the queue already, nothing is
+// written and that job is returned in its place; this is not an error.
 //
 // Every job is checked first (see job.Validate): when any is invalid, nil or given twice,
 // nothing is written and the error wraps job.ErrInvalid. When a job with one of the ids
@@ -56,7 +58,13 @@ func (q *Queue) AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error
 	docs := make([]any, len(jobs))
 	ids := make([]string, len(jobs))
 	logs := make([][]job.LogEntry, len(jobs))
+	var plain, unique []int
 	for i, j := range jobs {
+		if j.UniqueKey() != "" {
+			unique = append(unique, i)
+		} else {
+			plain = append(plain, i)
+		}
 		saved := *j
 		saved.QueueID = q.id
 		if saved.Status == job.Created {
@@ -68,10 +76,36 @@ func (q *Queue) AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error
 		docs[i] = saved.Document()
 		ids[i] = j.ID
 	}
-	if err := q.insertAll(ctx, ids, docs); err != nil {
-		return nil, err
+	pick := func(idx []int) ([]string, []any) {
+		is, ds := make([]string, len(idx)), make([]any, len(idx))
+		for k, i := range idx {
+			is[k], ds[k] = ids[i], docs[i]
+		}
+		return is, ds
 	}
+	plainIDs, plainDocs := pick(plain)
+	if len(plain) > 0 {
+		if err := q.insertAll(ctx, plainIDs, plainDocs); err != nil {
+			return nil, err
+		}
+	}
+	var there map[string]*job.Job
+	if len(unique) > 0 {
+		uniqueIDs, uniqueDocs := pick(unique)
+		if there, err = q.insertUnique(ctx, uniqueIDs, uniqueDocs); err != nil {
+			if _, rerr := q.unadd(ctx, ids, docs); rerr != nil {
+				return nil, fmt.Errorf("%w; removing the jobs already written failed too, so some may have been added (look them up by id): %w", err, rerr)
+			}
+			return nil, err
+		}
+	}
+	out := make([]*job.Job, len(jobs))
 	for i, j := range jobs {
+		if other, ok := there[j.ID]; ok {
+			out[i] = other
+			continue
+		}
+		out[i] = j
 		j.Attach(q.store())
 		if j.Status == job.Created {
 			j.Status = job.Waiting
@@ -80,8 +114,87 @@ func (q *Queue) AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error
 		q.emit(Event{Type: EventAdded, JobID: j.ID})
 	}
 	q.wakeProcessing()
-	return jobs, nil
+	return out, nil
 }
+
+// insertUnique writes the documents of unique jobs (see job.SetUniqueKey), whose ids are
+// ids, each unless a job of its id is there and not finished; it returns those jobs,
+// which AddJob reports in place of the duplicates. Every write of a document is atomic on
+// its primary key, so concurrent adders of a key agree on one job: an insert that fails
+// on a duplicate key, then a replace that takes the place of a finished job only.
+func (q *Queue) insertUnique(ctx context.Context, ids []string, docs []any) (map[string]*job.Job, error) {
+	there := make(map[string]*job.Job)
+	for from := 0; from < len(ids); from += addChunk {
+		to := min(from+addChunk, len(ids))
+		if err := q.putUnique(ctx, ids[from:to], docs[from:to], there); err != nil {
+			return nil, fmt.Errorf("queue %s: add %d unique jobs: %w", q.cfg.name, len(ids), err)
+		}
+	}
+	return there, nil
+}
+
+// putUnique writes one chunk of insertUnique, adding the jobs found instead to there.
+func (q *Queue) putUnique(ctx context.Context, ids []string, docs []any, there map[string]*job.Job) error {
+	// A job found finished by the replace can be removed before it is replaced; the
+	// insert then takes the place on the next pass.
+	for pass := 0; pass < 3 && len(ids) > 0; pass++ {
+		// Duplicates are expected: the replace below deals with them.
+		var res writeResult
+		if err := q.readOne(ctx, q.table().Insert(docs), &res); err != nil {
+			return err
+		}
+		if res.Errors > 0 && !strings.Contains(res.FirstError, "Duplicate primary key") {
+			return fmt.Errorf("rethinkdb: %s", res.FirstError)
+		}
+		replace := r.Expr(docs).ForEach(func(d r.Term) any {
+			return q.table().Get(d.Field("id")).Replace(func(old r.Term) any {
+				open := old.Ne(nil).And(r.Expr(finishedStatuses).Contains(old.Field("status").Default("")).Not())
+				return r.Branch(open, old, d)
+			})
+		})
+		if _, err := q.write(ctx, replace); err != nil {
+			return err
+		}
+		var stored []map[string]any
+		err := q.readAll(ctx, r.Expr(byID(ids, docs)).Do(func(mine r.Term) r.Term {
+			return q.table().GetAll(anys(ids)...).Map(func(row r.Term) any {
+				return map[string]any{"id": row.Field("id"), "mine": q.addedHere(row, mine), "doc": row}
+			})
+		}), &stored)
+		if err != nil {
+			return err
+		}
+		found := make(map[string]bool, len(stored))
+		for _, st := range stored {
+			id, _ := st["id"].(string)
+			found[id] = true
+			if mine, _ := st["mine"].(bool); mine {
+				continue
+			}
+			doc, _ := st["doc"].(map[string]any)
+			j, err := job.FromDocument(q.store(), doc)
+			if err != nil {
+				return fmt.Errorf("the job already there for a unique key: %w", err)
+			}
+			there[id] = j
+		}
+		var missingIDs []string
+		var missingDocs []any
+		for i, id := range ids {
+			if !found[id] {
+				missingIDs, missingDocs = append(missingIDs, id), append(missingDocs, docs[i])
+			}
+		}
+		ids, docs = missingIDs, missingDocs
+	}
+	if len(ids) > 0 {
+		return fmt.Errorf("jobs %v were removed as fast as they were added", ids)
+	}
+	return nil
+}
+
+// finishedStatuses are the statuses of jobs that will not run again, as stored.
+var finishedStatuses = []any{string(job.Completed), string(job.Cancelled), string(job.Terminated)}
 
 // insertAll writes docs (whose ids are ids) in chunks, all or none.
 func (q *Queue) insertAll(ctx context.Context, ids []string, docs []any) error {

@@ -1,0 +1,32 @@
+package job
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNoResult is returned by Result for a job that has no completion log entry: it has not
+// completed (yet), or its log was truncated past the entry.
+var ErrNoResult = errors.New("job: no result: the job has not completed")
+
+// messageCompletedBefore is the completion message of this library before v0.2, read for
+// the results of jobs it completed.
+const messageCompletedBefore = "Job completed successfully"
+
+// Result decodes the handler's result of the job's last completed run (the data of its
+// completion log entry, as the original stores it) into v, which must be a non-nil pointer.
+// A repeating job has a result after each run. It returns ErrNoResult when the job has
+// not completed, and nothing is decoded for a nil result.
+func (j *Job) Result(v any) error {
+	for i := len(j.Log) - 1; i >= 0; i-- {
+		e := j.Log[i]
+		if e.Message != MessageCompleted && e.Message != messageCompletedBefore {
+			continue
+		}
+		if err := decodeInto(e.Data, v); err != nil {
+			return fmt.Errorf("job %s: result: %w", j.ID, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("job %s: %w", j.ID, ErrNoResult)
+}
