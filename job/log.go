@@ -10,11 +10,11 @@ import (
 // The log messages of the original library, written verbatim so that logs read the same
 // whichever language wrote them.
 const (
-	MessageAdded         = "Job added to the queue"
-	MessageActive        = "Job retrieved and active"
+	MessageAdded  = "Job added to the queue"
+	MessageActive = "Job retrieved and active"
 	// MessageCompleted is what the original writes on completion: the status name (its
 	// "Job completed successfully" constant is never used).
-	MessageCompleted = "completed"
+	MessageCompleted     = "completed"
 	MessageFailed        = "Job processing failed"
 	MessageCancel        = "Job cancelled by Queue process handler"
 	MessageSeeLogData    = "See the data attached to this log entry"
