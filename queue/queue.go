@@ -100,8 +100,9 @@ func New(ctx context.Context, cxn *ConnectOptions, opts *Options) (*Queue, error
 	q.background.Add(1)
 	go q.initialize()
 	if cfg.master() {
-		q.background.Add(1)
+		q.background.Add(2)
 		go q.reviewEvery()
+		go q.scheduleEvery()
 	}
 	return q, nil
 }

@@ -1,0 +1,249 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// Schedule is a cron schedule of a queue, as Schedules lists it.
+type Schedule struct {
+	// Name identifies the schedule in its queue; its jobs are named after it.
+	Name string
+	// Spec is the cron spec as given to Queue.Schedule.
+	Spec string
+	// Next is the next time a job is due to be enqueued.
+	Next time.Time
+}
+
+// ErrInvalidSchedule is wrapped by the error of Schedule given an empty name or a spec
+// that does not parse.
+var ErrInvalidSchedule = fmt.Errorf("%w schedule", job.ErrInvalid)
+
+// scheduleTick is how often a Queue Master looks for due schedules: the lateness of a
+// scheduled job at most, for one small read of the schedules table.
+const scheduleTick = time.Second
+
+// specParser reads standard five-field cron specs, with an optional "CRON_TZ=Zone "
+// prefix, and the descriptors such as @hourly.
+var specParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// schedulesTable is the side table holding the queue's schedules, one document per
+// schedule, keyed by its name. The Node.js library never reads it.
+func (q *Queue) schedulesTable() r.Term { return r.DB(q.cfg.db).Table(q.cfg.name + "_schedules") }
+
+// Schedule adds (or replaces) the cron schedule name: at each time spec gives, a Queue
+// Master of the table enqueues a job with payload data and options opts (nil: the
+// queue's job options) named name. spec has five fields (minute hour day-of-month month
+// day-of-week), or a descriptor such as "@hourly", optionally prefixed by
+// "CRON_TZ=Europe/Paris " for a time zone other than UTC.
+//
+// Each fire time is enqueued exactly once however many masters run: its job's id is made
+// from the schedule's name and the fire time. A fire time missed while no master ran
+// is enqueued when one runs again (once, however many were missed). Schedules live in the
+// table "<queue>_schedules", which the Node.js library ignores; the jobs they enqueue are
+// ordinary jobs that Node.js workers process as any other.
+func (q *Queue) Schedule(ctx context.Context, name, spec string, data any, opts *job.Options) error {
+	if name == "" {
+		return fmt.Errorf("%w: the name must not be empty", ErrInvalidSchedule)
+	}
+	sched, err := specParser.Parse(spec)
+	if err != nil {
+		return fmt.Errorf("%w %q: %w", ErrInvalidSchedule, spec, err)
+	}
+	o := q.JobOptions()
+	if opts != nil {
+		o = opts.WithDefaults()
+	}
+	o.Name = name
+	if err := o.Validate(); err != nil {
+		return fmt.Errorf("%w %q: %w", ErrInvalidSchedule, name, err)
+	}
+	if !o.DateEnable.IsZero() {
+		return fmt.Errorf("%w %q: job options must not set DateEnable: the schedule sets it", ErrInvalidSchedule, name)
+	}
+	if err := job.CheckValue(data); err != nil {
+		return fmt.Errorf("%w %q: payload: %w", ErrInvalidSchedule, name, err)
+	}
+	end, err := q.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer end()
+	if err := q.assertSchedules(ctx); err != nil {
+		return err
+	}
+	doc := map[string]any{
+		"id":      name,
+		"spec":    spec,
+		"data":    data,
+		"options": scheduleOptions(o),
+		"next":    sched.Next(time.Now()),
+		"queueId": q.id,
+	}
+	if _, err := q.write(ctx, q.schedulesTable().Insert(doc, r.InsertOpts{Conflict: "replace"})); err != nil {
+		return fmt.Errorf("queue %s: schedule %q: %w", q.cfg.name, name, err)
+	}
+	return nil
+}
+
+// Unschedule removes the schedule name; jobs it enqueued stay. It returns an error
+// wrapping job.ErrNotFound when there is no such schedule.
+func (q *Queue) Unschedule(ctx context.Context, name string) error {
+	end, err := q.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer end()
+	res, err := q.write(ctx, q.schedulesTable().Get(name).Delete())
+	if err != nil && !noSchedules(err) {
+		return fmt.Errorf("queue %s: unschedule %q: %w", q.cfg.name, name, err)
+	}
+	if res.Deleted == 0 {
+		return fmt.Errorf("queue %s: unschedule %q: %w", q.cfg.name, name, job.ErrNotFound)
+	}
+	return nil
+}
+
+// Schedules lists the queue's schedules, by name.
+func (q *Queue) Schedules(ctx context.Context) ([]Schedule, error) {
+	end, err := q.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	var docs []struct {
+		Name string    `rethinkdb:"id"`
+		Spec string    `rethinkdb:"spec"`
+		Next time.Time `rethinkdb:"next"`
+	}
+	if err := q.readAll(ctx, q.schedulesTable().OrderBy("id").Pluck("id", "spec", "next"), &docs); err != nil {
+		if noSchedules(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("queue %s: list schedules: %w", q.cfg.name, err)
+	}
+	out := make([]Schedule, len(docs))
+	for i, d := range docs {
+		out[i] = Schedule(d)
+	}
+	return out, nil
+}
+
+func (q *Queue) assertSchedules(ctx context.Context) error {
+	err := dbinit.Assert(ctx, dbinit.Target{
+		Session: q.session, DB: q.cfg.db, Table: q.cfg.name + "_schedules", RunOpts: q.cfg.runOpts, NoIndexes: true,
+	})
+	if err != nil {
+		return fmt.Errorf("queue %s: create the schedules table: %w", q.cfg.name, err)
+	}
+	return nil
+}
+
+// noSchedules tells the error of a schedules table that was never made.
+func noSchedules(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "does not exist")
+}
+
+// scheduleOptions are job options as a schedule stores them, durations in milliseconds.
+func scheduleOptions(o job.Options) map[string]any {
+	return map[string]any{
+		"priority":    int(o.Priority),
+		"timeout":     o.Timeout.Milliseconds(),
+		"retryDelay":  o.RetryDelay.Milliseconds(),
+		"repeatDelay": o.RepeatDelay.Milliseconds(),
+		"retryMax":    o.RetryMax,
+		"repeat":      o.Repeat,
+	}
+}
+
+// storedSchedule is a schedule document as read back.
+type storedSchedule struct {
+	Name    string         `rethinkdb:"id"`
+	Spec    string         `rethinkdb:"spec"`
+	Data    any            `rethinkdb:"data"`
+	Options map[string]any `rethinkdb:"options"`
+	Next    time.Time      `rethinkdb:"next"`
+}
+
+func (s storedSchedule) options() job.Options {
+	n := func(k string) int64 {
+		f, _ := s.Options[k].(float64)
+		return int64(f)
+	}
+	ms := func(k string) time.Duration { return time.Duration(n(k)) * time.Millisecond }
+	return job.Options{
+		Name: s.Name, Priority: job.Priority(n("priority")), Timeout: ms("timeout"),
+		RetryDelay: ms("retryDelay"), RepeatDelay: ms("repeatDelay"),
+		RetryMax: int(n("retryMax")), Repeat: int(n("repeat")),
+	}.WithDefaults()
+}
+
+// scheduleEvery enqueues the due runs of the table's schedules until Stop; Queue Masters
+// run it.
+func (q *Queue) scheduleEvery() {
+	defer q.background.Done()
+	if q.ready0(q.life) != nil {
+		return
+	}
+	ticker := time.NewTicker(scheduleTick)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-q.life.Done():
+			return
+		case <-ticker.C:
+			if err := q.fireDue(q.life); err != nil && q.life.Err() == nil {
+				q.log.Warn("enqueueing scheduled jobs failed", "err", err)
+			}
+		}
+	}
+}
+
+// fireDue enqueues one job for each schedule whose next time has come, then moves the
+// schedule on to its following time. The job's id comes from the schedule's name and
+// fire time, so masters that fire the same run at once add it once; the move is a
+// compare-and-set on the fire time, so no run is skipped or moved twice.
+func (q *Queue) fireDue(ctx context.Context) error {
+	var due []storedSchedule
+	err := q.readAll(ctx, q.schedulesTable().Filter(func(s r.Term) r.Term { return s.Field("next").Le(r.Now()) }), &due)
+	if err != nil {
+		if noSchedules(err) {
+			return nil
+		}
+		return err
+	}
+	var errs []error
+	for _, s := range due {
+		errs = append(errs, q.fire(ctx, s))
+	}
+	return errors.Join(errs...)
+}
+
+func (q *Queue) fire(ctx context.Context, s storedSchedule) error {
+	sched, err := specParser.Parse(s.Spec)
+	if err != nil {
+		return fmt.Errorf("schedule %q: %w", s.Name, err)
+	}
+	j := job.New(q.store(), s.Data, s.options())
+	j.ID = job.UniqueID("rjq-schedule/" + s.Name + "/" + s.Next.UTC().Format(time.RFC3339Nano))
+	if _, err := q.AddJob(ctx, j); err != nil && !errors.Is(err, job.ErrExists) {
+		return fmt.Errorf("schedule %q: enqueue the run of %s: %w", s.Name, s.Next.Format(time.RFC3339), err)
+	}
+	following := sched.Next(time.Now())
+	_, err = q.write(ctx, q.schedulesTable().Get(s.Name).Update(func(row r.Term) any {
+		return r.Branch(row.Field("next").Eq(s.Next), map[string]any{"next": following}, map[string]any{})
+	}))
+	if err != nil {
+		return fmt.Errorf("schedule %q: move on: %w", s.Name, err)
+	}
+	return nil
+}
