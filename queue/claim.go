@@ -188,7 +188,7 @@ func (q *Queue) claimSpec(j *job.Job, now time.Time) map[string]any {
 		"set": map[string]any{
 			"status":       string(job.Active),
 			"dateStarted":  now,
-			"dateEnable":   leaseEnd(j, now),
+			"dateEnable":   q.leaseEnd(j, now),
 			"queueId":      q.id,
 			"processCount": j.ProcessCount + 1,
 		},
@@ -212,13 +212,6 @@ func (q *Queue) claimUpdate(row, c r.Term) r.Term {
 	return r.Branch(unchanged, c.Field("set").Merge(map[string]any{
 		"log": q.appendLog(row.Field("log"), c.Field("entry"), c.Field("trunc")),
 	}), nil)
-}
-
-// leaseEnd is when a run of j that starts (or reports progress) at now may be taken for a
-// crashed one by the Master's review: now + timeout + retryDelay × retryCount, the
-// original's formula. Claims and progress writes both use it.
-func leaseEnd(j *job.Job, now time.Time) time.Time {
-	return now.Add(j.Timeout + time.Duration(j.RetryCount)*j.RetryDelay)
 }
 
 // claimKey is a claimed job's place in the index before the claim, for processing order.

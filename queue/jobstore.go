@@ -119,7 +119,7 @@ func (q *Queue) writeProgress(ctx context.Context, j *job.Job, percent float64, 
 		return r.Branch(ownedBy(row, j.ProcessCount), map[string]any{
 			"queueId":    q.id,
 			"progress":   percent,
-			"dateEnable": leaseEnd(j, time.Now().UTC().Truncate(time.Millisecond)),
+			"dateEnable": q.leaseEnd(j, time.Now().UTC().Truncate(time.Millisecond)),
 			"log":        q.appendLog(row.Field("log"), entry, trunc.Document()),
 		}, map[string]any{})
 	}, r.UpdateOpts{ReturnChanges: true})

@@ -126,7 +126,7 @@ func TestJobLogsAreTruncated(t *testing.T) {
 
 func TestJobUpdateProgress(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, nil)
+	f := newFixture(t, &queue.Options{Heartbeat: -1}) // the original's timeout-based lease
 	ctx := testContext(t)
 	j := f.q.CreateJob(1).SetTimeout(time.Minute).SetRetryDelay(time.Hour)
 	_, err := f.q.AddJob(ctx, j)

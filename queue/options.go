@@ -83,11 +83,14 @@ type Options struct {
 	// context.Background), so that values such as trace ids flow into handlers. Its
 	// cancellation cancels the running handlers' contexts, as Stop does.
 	BaseContext func() context.Context
-	// Heartbeat is how often the lease of a running job is renewed (default 10s;
-	// negative: off, the original's lease of dateStarted + timeout + retry delay). With
-	// heartbeats on, a job whose worker died is found by the next review within a few
-	// heartbeats instead of after its timeout, and the queue's worker entry (see
-	// Queue.Workers) is kept fresh.
+	// Heartbeat sets the lease of running jobs (default 10s; negative: off, the original's
+	// lease of timeout + retryDelay × retryCount from the start). With heartbeats on, a
+	// running job's lease lasts Heartbeat + 1s and is renewed every Heartbeat/2 while its
+	// handler runs (one query for all of the queue's running jobs), and Queue Masters look
+	// for expired leases every Heartbeat/4: a job whose worker died is retried within
+	// about 1.25 × Heartbeat + 1s instead of after its timeout and the next review. A
+	// Node.js master sees a valid future dateEnable while the worker lives. The queue's
+	// worker entry (see Queue.Workers) is written with each renewal.
 	Heartbeat time.Duration
 	// OnTerminated, when set, is called once, in its own goroutine, for each job of this
 	// queue that ends terminated: failed with no retries left. err is the last error.

@@ -117,6 +117,8 @@ type processor struct {
 	skip     map[string]time.Time
 	reported map[string]bool
 	backoff  time.Duration
+	// beats is the heartbeat goroutine, which ends with quit.
+	beats sync.WaitGroup
 }
 
 // run is one claimed job being processed.
@@ -167,6 +169,10 @@ func (q *Queue) Process(handler Handler) error {
 	p.hard, p.abort = context.WithCancelCause(context.Background())
 	q.proc = p
 	go p.loop()
+	if q.cfg.heartbeats() {
+		p.beats.Add(1)
+		go p.heartbeat()
+	}
 	return nil
 }
 
@@ -621,6 +627,7 @@ func (p *processor) stop(ctx context.Context) error {
 	}
 	close(p.quit)
 	<-p.done
+	p.beats.Wait()
 	return err
 }
 

@@ -104,7 +104,7 @@ func (q *Queue) Unschedule(ctx context.Context, name string) error {
 	}
 	defer end()
 	res, err := q.write(ctx, q.schedulesTable().Get(name).Delete())
-	if err != nil && !noSchedules(err) {
+	if err != nil && !noTable(err) {
 		return fmt.Errorf("queue %s: unschedule %q: %w", q.cfg.name, name, err)
 	}
 	if res.Deleted == 0 {
@@ -126,7 +126,7 @@ func (q *Queue) Schedules(ctx context.Context) ([]Schedule, error) {
 		Next time.Time `rethinkdb:"next"`
 	}
 	if err := q.readAll(ctx, q.schedulesTable().OrderBy("id").Pluck("id", "spec", "next"), &docs); err != nil {
-		if noSchedules(err) {
+		if noTable(err) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("queue %s: list schedules: %w", q.cfg.name, err)
@@ -148,8 +148,8 @@ func (q *Queue) assertSchedules(ctx context.Context) error {
 	return nil
 }
 
-// noSchedules tells the error of a schedules table that was never made.
-func noSchedules(err error) bool {
+// noTable tells the error of a side table (schedules, workers) that was never made.
+func noTable(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "does not exist")
 }
 
@@ -187,8 +187,8 @@ func (s storedSchedule) options() job.Options {
 	}.WithDefaults()
 }
 
-// scheduleEvery enqueues the due runs of the table's schedules until Stop; Queue Masters
-// run it.
+// scheduleEvery enqueues the due runs of the table's schedules, and with heartbeats on
+// recovers the jobs of dead workers, until Stop; Queue Masters run it.
 func (q *Queue) scheduleEvery() {
 	defer q.background.Done()
 	if q.ready0(q.life) != nil {
@@ -196,6 +196,7 @@ func (q *Queue) scheduleEvery() {
 	}
 	ticker := time.NewTicker(scheduleTick)
 	defer ticker.Stop()
+	var lastLeaseCheck time.Time
 	for {
 		select {
 		case <-q.life.Done():
@@ -204,7 +205,24 @@ func (q *Queue) scheduleEvery() {
 			if err := q.fireDue(q.life); err != nil && q.life.Err() == nil {
 				q.log.Warn("enqueueing scheduled jobs failed", "err", err)
 			}
+			if q.cfg.heartbeats() && time.Since(lastLeaseCheck) >= q.cfg.heartbeat/4 {
+				lastLeaseCheck = time.Now()
+				q.reviewExpired(q.life)
+			}
 		}
+	}
+}
+
+// reviewExpired runs a review when an active job's lease has passed, so that the job of a
+// worker that died is recovered within seconds with heartbeats on, not at the next
+// MasterInterval.
+func (q *Queue) reviewExpired(ctx context.Context) {
+	expired, err := q.expiredLeases(ctx)
+	if err != nil || !expired {
+		return
+	}
+	if _, err := q.review(ctx); err != nil && ctx.Err() == nil {
+		q.log.Warn("review of expired leases failed", "err", err)
 	}
 }
 
@@ -216,7 +234,7 @@ func (q *Queue) fireDue(ctx context.Context) error {
 	var due []storedSchedule
 	err := q.readAll(ctx, q.schedulesTable().Filter(func(s r.Term) r.Term { return s.Field("next").Le(r.Now()) }), &due)
 	if err != nil {
-		if noSchedules(err) {
+		if noTable(err) {
 			return nil
 		}
 		return err
