@@ -52,7 +52,9 @@ func TestLostAnswersNeitherLoseNorRepeatWork(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, &queue.Options{MasterInterval: -1, NoChangeFeed: true})
-			q, proxy := faultyQueue(t, f, &queue.Options{MasterInterval: -1, NoChangeFeed: true, DatabaseInitDelay: -1})
+			// No heartbeats: two goroutines redialling at once after a lost answer meet the
+			// driver's own data race (rethinkdb/rethinkdb-go#488).
+			q, proxy := faultyQueue(t, f, &queue.Options{MasterInterval: -1, NoChangeFeed: true, DatabaseInitDelay: -1, Heartbeat: -1})
 			jobs := make([]*job.Job, 4)
 			for i := range jobs {
 				jobs[i] = q.CreateJob(i)

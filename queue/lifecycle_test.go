@@ -199,7 +199,9 @@ func TestReadyHonoursContext(t *testing.T) {
 	t.Parallel()
 	srv := testserver.Get(t)
 	ctx := testContext(t)
-	q, err := queue.New(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: testserver.DB(t)}, &queue.Options{DatabaseInitDelay: time.Hour})
+	// Not a master: a master skips the fixed hour, and its random 0–1s could end first.
+	q, err := queue.New(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: testserver.DB(t)},
+		&queue.Options{DatabaseInitDelay: time.Hour, MasterInterval: -1})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = q.Stop(context.Background()) })
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)

@@ -1,0 +1,382 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+	"github.com/rjqgo/rethinkdb-job-queue/queue"
+)
+
+type command func(ctx context.Context, c config, args []string, out io.Writer) error
+
+var commands = map[string]command{
+	"summary":   cmdSummary,
+	"list":      cmdList,
+	"show":      cmdShow,
+	"cancel":    cmdCancel,
+	"reanimate": cmdReanimate,
+	"remove":    cmdRemove,
+	"pause":     cmdPause,
+	"resume":    cmdResume,
+	"review":    cmdReview,
+	"watch":     cmdWatch,
+	"queues":    cmdQueues,
+	"web":       cmdWeb,
+}
+
+// counts is a summary with the lower-case keys of `summary --json`.
+type counts struct {
+	Waiting    int `json:"waiting"`
+	Active     int `json:"active"`
+	Completed  int `json:"completed"`
+	Cancelled  int `json:"cancelled"`
+	Failed     int `json:"failed"`
+	Terminated int `json:"terminated"`
+	Total      int `json:"total"`
+}
+
+func summarize(ctx context.Context, q *queue.Queue) (counts, error) {
+	s, err := q.Summary(ctx)
+	return counts(s), err
+}
+
+func cmdSummary(ctx context.Context, c config, args []string, out io.Writer) error {
+	if len(args) > 0 {
+		return usagef("summary takes no arguments")
+	}
+	q, done, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	s, err := summarize(ctx, q)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return json.NewEncoder(out).Encode(s)
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "queue\twaiting\tactive\tcompleted\tcancelled\tfailed\tterminated\ttotal\t\n")
+	fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", c.queue, s.Waiting, s.Active, s.Completed, s.Cancelled, s.Failed, s.Terminated, s.Total)
+	return w.Flush()
+}
+
+// listed is a job as list prints it.
+type listed struct {
+	ID          string    `json:"id" rethinkdb:"id"`
+	Name        string    `json:"name" rethinkdb:"name"`
+	Status      string    `json:"status" rethinkdb:"status"`
+	Priority    float64   `json:"priority" rethinkdb:"priority"`
+	Progress    float64   `json:"progress" rethinkdb:"progress"`
+	DateCreated time.Time `json:"dateCreated" rethinkdb:"dateCreated"`
+}
+
+// listPage reads a page of jobs in id order after the id after, through the primary
+// index: the read stops at the page's end, never scanning the whole table.
+func listPage(ctx context.Context, s *r.Session, c config, status, name, after string, limit int) ([]listed, error) {
+	table := r.DB(c.db).Table(c.queue)
+	page := table.Between(r.MinVal, r.MaxVal, r.BetweenOpts{Index: "id"})
+	if after != "" {
+		page = table.Between(after, r.MaxVal, r.BetweenOpts{Index: "id", LeftBound: "open"})
+	}
+	page = page.OrderBy(r.OrderByOpts{Index: "id"}).Filter(func(d r.Term) r.Term {
+		keep := d.HasFields("status").And(d.Field("id").Ne(job.StateDocumentID))
+		if status != "" {
+			keep = keep.And(d.Field("status").Eq(status))
+		}
+		if name != "" {
+			keep = keep.And(d.Field("name").Eq(name))
+		}
+		return keep
+	}).Limit(limit).Pluck("id", "name", "status", "priority", "progress", "dateCreated")
+	var jobs []listed
+	err := readAll(ctx, s, page, &jobs)
+	return jobs, err
+}
+
+func cmdList(ctx context.Context, c config, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("list", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	status := fs.String("status", "", "only jobs of this status")
+	name := fs.String("name", "", "only jobs of this name")
+	limit := fs.Int("limit", 50, "jobs per page")
+	after := fs.String("after", "", "the page after this job id")
+	if err := fs.Parse(args); err != nil {
+		return usagef("list: %v", err)
+	}
+	if *status != "" && !job.Status(*status).Valid() {
+		return usagef("list: unknown status %q", *status)
+	}
+	if *limit < 1 || *limit > 10000 {
+		return usagef("list: --limit must be within 1..10000")
+	}
+	s, err := c.session(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if err := c.checkQueue(ctx, s); err != nil {
+		return err
+	}
+	jobs, err := listPage(ctx, s, c, *status, *name, *after, *limit)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return json.NewEncoder(out).Encode(jobs)
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tNAME\tSTATUS\tPRIORITY\tPROGRESS\tCREATED")
+	for _, j := range jobs {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%.0f%%\t%s\n", j.ID, j.Name, j.Status, job.Priority(j.Priority), j.Progress, j.DateCreated.Format(time.RFC3339))
+	}
+	if len(jobs) == *limit {
+		fmt.Fprintf(w, "more: rjq list --after %s\n", jobs[len(jobs)-1].ID)
+	}
+	return w.Flush()
+}
+
+// ids checks the job ids of a command.
+func ids(cmd string, args []string) ([]string, error) {
+	if len(args) == 0 {
+		return nil, usagef("%s: give one or more job ids", cmd)
+	}
+	for _, id := range args {
+		if !job.ValidID(id) {
+			return nil, usagef("%s: %q is not a job id (want a UUID)", cmd, id)
+		}
+	}
+	return args, nil
+}
+
+// notFound maps the library's not-found error to exit code 3.
+func notFound(err error) error {
+	if errors.Is(err, job.ErrNotFound) {
+		return fmt.Errorf("%w: %w", errNotFound, err)
+	}
+	return err
+}
+
+func cmdShow(ctx context.Context, c config, args []string, out io.Writer) error {
+	list, err := ids("show", args)
+	if err != nil {
+		return err
+	}
+	q, done, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	jobs, err := q.GetJob(ctx, list...)
+	if err != nil {
+		return notFound(err)
+	}
+	if c.json {
+		return json.NewEncoder(out).Encode(jobs)
+	}
+	for _, j := range jobs {
+		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(w, "id\t%s\nname\t%s\nstatus\t%s\npriority\t%s\nprogress\t%.0f%%\nretries\t%d of %d\nruns\t%d\ncreated\t%s\nenabled\t%s\nqueue\t%s\n",
+			j.ID, j.Name, j.Status, j.Priority, j.Progress, j.RetryCount, j.RetryMax, j.ProcessCount,
+			j.DateCreated.Format(time.RFC3339), j.DateEnable.Format(time.RFC3339), j.QueueID)
+		data, _ := json.Marshal(j.Data)
+		fmt.Fprintf(w, "data\t%s\n", data)
+		fmt.Fprintln(w, "log:")
+		for _, e := range j.Log {
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", e.Date.Format(time.RFC3339), e.Type, e.Status, e.Message)
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func cmdCancel(ctx context.Context, c config, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("cancel", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	reason := fs.String("reason", "cancelled with rjq", "the log message")
+	// Ids and the flag in any order.
+	var rest []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return usagef("cancel: %v", err)
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		rest = append(rest, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	return act(ctx, c, "cancel", rest, out, func(q *queue.Queue, list []string) ([]string, error) {
+		return q.CancelJob(ctx, *reason, list...)
+	})
+}
+
+func cmdReanimate(ctx context.Context, c config, args []string, out io.Writer) error {
+	return act(ctx, c, "reanimate", args, out, func(q *queue.Queue, list []string) ([]string, error) {
+		return q.ReanimateJob(ctx, time.Time{}, list...)
+	})
+}
+
+func cmdRemove(ctx context.Context, c config, args []string, out io.Writer) error {
+	return act(ctx, c, "remove", args, out, func(q *queue.Queue, list []string) ([]string, error) {
+		return q.RemoveJob(ctx, list...)
+	})
+}
+
+// act runs an action on job ids; the library changes nothing when one id is unknown.
+func act(ctx context.Context, c config, name string, args []string, out io.Writer, do func(*queue.Queue, []string) ([]string, error)) error {
+	list, err := ids(name, args)
+	if err != nil {
+		return err
+	}
+	q, done, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	changed, err := do(q, list)
+	if err != nil {
+		return notFound(err)
+	}
+	if c.json {
+		return json.NewEncoder(out).Encode(map[string]any{name: changed})
+	}
+	for _, id := range changed {
+		fmt.Fprintf(out, "%s %s\n", name, id)
+	}
+	return nil
+}
+
+func cmdPause(ctx context.Context, c config, args []string, out io.Writer) error {
+	return global(ctx, c, args, out, "paused", func(q *queue.Queue) error { return q.Pause(ctx, true) })
+}
+
+func cmdResume(ctx context.Context, c config, args []string, out io.Writer) error {
+	return global(ctx, c, args, out, "resumed", func(q *queue.Queue) error { return q.Resume(ctx, true) })
+}
+
+func global(ctx context.Context, c config, args []string, out io.Writer, done string, do func(*queue.Queue) error) error {
+	if len(args) > 0 {
+		return usagef("takes no arguments")
+	}
+	q, closeQ, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeQ()
+	if err := do(q); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%s %s (every queue on the table)\n", c.queue, done)
+	return nil
+}
+
+func cmdReview(ctx context.Context, c config, args []string, out io.Writer) error {
+	if len(args) > 0 {
+		return usagef("review takes no arguments")
+	}
+	q, done, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	res, err := q.Review(ctx)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return json.NewEncoder(out).Encode(map[string]int{"reviewed": res.Reviewed, "removed": res.Removed})
+	}
+	fmt.Fprintf(out, "reviewed %d orphaned jobs, removed %d finished jobs\n", res.Reviewed, res.Removed)
+	return nil
+}
+
+func cmdWatch(ctx context.Context, c config, args []string, out io.Writer) error {
+	if len(args) > 0 {
+		return usagef("watch takes no arguments")
+	}
+	s, err := c.session(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if err := c.checkQueue(ctx, s); err != nil {
+		return err
+	}
+	q, err := queue.New(ctx, &queue.ConnectOptions{Session: s, DB: c.db}, &queue.Options{
+		Name: c.queue, DatabaseInitDelay: -1, MasterInterval: -1, Heartbeat: -1, EventBuffer: 4096,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = q.Stop(context.Background()) }()
+	if err := q.Ready(ctx); err != nil {
+		return err
+	}
+	enc := json.NewEncoder(out)
+	for e := range q.Events(ctx) {
+		if e.Local {
+			continue
+		}
+		if c.json {
+			_ = enc.Encode(map[string]any{"time": time.Now(), "type": e.Type, "job": e.JobID, "queue": e.QueueID, "progress": e.Progress})
+			continue
+		}
+		fmt.Fprintf(out, "%s %-10s %s %s\n", time.Now().Format(time.TimeOnly), e.Type, e.JobID, strings.TrimSpace(progressText(e)))
+	}
+	return nil
+}
+
+func progressText(e queue.Event) string {
+	if e.Type == queue.EventProgress {
+		return fmt.Sprintf("%.0f%%", e.Progress)
+	}
+	return ""
+}
+
+func cmdQueues(ctx context.Context, c config, args []string, out io.Writer) error {
+	if len(args) > 0 {
+		return usagef("queues takes no arguments")
+	}
+	s, err := c.session(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	var dbs []string
+	if err := readAll(ctx, s, r.DBList(), &dbs); err != nil {
+		return err
+	}
+	if !slices.Contains(dbs, c.db) {
+		return usagef("no database %q at %s (see --db)", c.db, c.addr)
+	}
+	var names []string
+	err = readAll(ctx, s, r.DB(c.db).TableList().Filter(func(t r.Term) r.Term {
+		return r.DB(c.db).Table(t).IndexList().Contains(dbinit.IndexInactivePriorityDateCreated)
+	}), &names)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return json.NewEncoder(out).Encode(names)
+	}
+	for _, n := range names {
+		fmt.Fprintln(out, n)
+	}
+	return nil
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
+	"github.com/rjqgo/rethinkdb-job-queue/queue"
+)
+
+var (
+	errHelp     = errors.New("help")
+	errNotFound = errors.New("not found")
+)
+
+// config is the global flags.
+type config struct {
+	addr, db, queue string
+	user, password  string
+	json            bool
+}
+
+func parseGlobal(args []string, stderr io.Writer) (config, []string, error) {
+	c := config{addr: os.Getenv("RJQ_ADDR"), user: os.Getenv("RJQ_USER"), password: os.Getenv("RJQ_PASSWORD")}
+	if c.addr == "" {
+		c.addr = "localhost:28015"
+	}
+	fs := flag.NewFlagSet("rjq", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.addr, "addr", c.addr, "RethinkDB driver address host:port (env RJQ_ADDR)")
+	fs.StringVar(&c.db, "db", queue.DefaultDB, "database")
+	fs.StringVar(&c.queue, "queue", queue.DefaultName, "queue (table) name")
+	fs.BoolVar(&c.json, "json", false, "print JSON for scripts")
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return c, nil, errHelp
+		}
+		return c, nil, err
+	}
+	return c, fs.Args(), nil
+}
+
+// hostPort splits the address flag.
+func (c config) hostPort() (string, int, error) {
+	host, p, err := net.SplitHostPort(c.addr)
+	port, perr := strconv.Atoi(p)
+	if err != nil || perr != nil || port < 1 || port > 65535 {
+		return "", 0, usagef("--addr %q: want host:port", c.addr)
+	}
+	return host, port, nil
+}
+
+// session dials the server, failing fast with a message that says what to check.
+func (c config) session(ctx context.Context) (*r.Session, error) {
+	host, port, err := c.hostPort()
+	if err != nil {
+		return nil, err
+	}
+	s, err := r.Connect(r.ConnectOpts{
+		Address: net.JoinHostPort(host, strconv.Itoa(port)), Username: c.user, Password: c.password,
+		Timeout: 5 * time.Second,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach RethinkDB at %s (is it running? set --addr or RJQ_ADDR): %w", c.addr, err)
+	}
+	return s, nil
+}
+
+// open returns the queue named by the flags, after checking that its table exists and is
+// a queue's: rjq never creates a database or a table.
+func (c config) open(ctx context.Context) (*queue.Queue, func(), error) {
+	s, err := c.session(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := c.checkQueue(ctx, s); err != nil {
+		s.Close()
+		return nil, nil, err
+	}
+	q, err := queue.New(ctx, &queue.ConnectOptions{Session: s, DB: c.db}, &queue.Options{
+		Name: c.queue, DatabaseInitDelay: -1, MasterInterval: -1, NoChangeFeed: true, Heartbeat: -1,
+	})
+	if err != nil {
+		s.Close()
+		return nil, nil, err
+	}
+	if err := q.Ready(ctx); err != nil {
+		_ = q.Stop(context.Background())
+		s.Close()
+		return nil, nil, err
+	}
+	return q, func() { _ = q.Stop(context.Background()); s.Close() }, nil
+}
+
+func (c config) checkQueue(ctx context.Context, s *r.Session) error {
+	var dbs []string
+	if err := readAll(ctx, s, r.DBList(), &dbs); err != nil {
+		return err
+	}
+	if !slices.Contains(dbs, c.db) {
+		return usagef("no database %q at %s (see --db)", c.db, c.addr)
+	}
+	var tables []string
+	if err := readAll(ctx, s, r.DB(c.db).TableList(), &tables); err != nil {
+		return err
+	}
+	if !slices.Contains(tables, c.queue) {
+		return usagef("no queue %q in database %q (see --queue, or rjq queues)", c.queue, c.db)
+	}
+	var indexes []string
+	if err := readAll(ctx, s, r.DB(c.db).Table(c.queue).IndexList(), &indexes); err != nil {
+		return err
+	}
+	if !slices.Contains(indexes, dbinit.IndexInactivePriorityDateCreated) {
+		return usagef("table %q of database %q is not a job queue (it has no %s index)", c.queue, c.db, dbinit.IndexInactivePriorityDateCreated)
+	}
+	return nil
+}
+
+func readAll(ctx context.Context, s *r.Session, term r.Term, dst any) error {
+	cur, err := term.Run(s, r.RunOpts{Context: ctx})
+	if err != nil {
+		return err
+	}
+	return cur.All(dst)
+}

@@ -1,0 +1,100 @@
+// Command rjq inspects and steers rethinkdb-job-queue queues (Go or Node.js) from a
+// terminal: counts by status, job lists and details, cancel, reanimate, remove, global
+// pause and resume, a Master review, live events, and a small web dashboard with
+// Prometheus metrics.
+//
+//	rjq [--addr host:port] [--db name] [--queue name] [--json] command [args]
+//
+// It uses the standard flag package rather than a command framework: a dozen
+// subcommands with the same few flags need nothing more, and the module stays free of
+// dependencies beyond the library's.
+//
+// Exit codes: 0 success, 1 the operation failed (server, database), 2 bad usage or input
+// (unknown command, malformed id, a table that is not a queue), 3 a job id not found.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+)
+
+// Exit codes.
+const (
+	exitOK       = 0
+	exitFailed   = 1
+	exitUsage    = 2
+	exitNotFound = 3
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// usageError is bad input from the user: exit code 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// run executes one command line and returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, rest, err := parseGlobal(args, stderr)
+	if err != nil {
+		if errors.Is(err, errHelp) {
+			return exitOK
+		}
+		fmt.Fprintln(stderr, "rjq:", err)
+		return exitUsage
+	}
+	if len(rest) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	cmd, ok := commands[rest[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "rjq: unknown command %q\n%s", rest[0], usage)
+		return exitUsage
+	}
+	err = cmd(ctx, cfg, rest[1:], stdout)
+	var ue usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintln(stderr, "rjq:", err)
+		return exitUsage
+	case errors.Is(err, errNotFound):
+		fmt.Fprintln(stderr, "rjq:", err)
+		return exitNotFound
+	default:
+		fmt.Fprintln(stderr, "rjq:", err)
+		return exitFailed
+	}
+}
+
+const usage = `usage: rjq [--addr host:port] [--db name] [--queue name] [--json] command [args]
+
+commands:
+  summary                  job counts by status
+  list [--status s] [--name n] [--limit n] [--after id]
+                           jobs, newest first, a page at a time
+  show ID                  one job with its log
+  cancel ID... [--reason r]
+  reanimate ID...
+  remove ID...
+  pause | resume           global, through the State Document
+  review                   run a Queue Master review once
+  watch                    live events, one line each, until Ctrl-C
+  queues                   the queue tables of the database
+  web [--listen addr] [--actions]
+                           dashboard at /, Prometheus metrics at /metrics
+
+The address also comes from RJQ_ADDR; RJQ_USER and RJQ_PASSWORD give the account.
+`
