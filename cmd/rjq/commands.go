@@ -310,24 +310,11 @@ func cmdWatch(ctx context.Context, c config, args []string, out io.Writer) error
 	if len(args) > 0 {
 		return usagef("watch takes no arguments")
 	}
-	s, err := c.session(ctx)
+	q, done, err := c.openWatching(ctx)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	if err := c.checkQueue(ctx, s); err != nil {
-		return err
-	}
-	q, err := queue.New(ctx, &queue.ConnectOptions{Session: s, DB: c.db}, &queue.Options{
-		Name: c.queue, DatabaseInitDelay: -1, MasterInterval: -1, Heartbeat: -1, EventBuffer: 4096,
-	})
-	if err != nil {
-		return err
-	}
-	defer func() { _ = q.Stop(context.Background()) }()
-	if err := q.Ready(ctx); err != nil {
-		return err
-	}
+	defer done()
 	enc := json.NewEncoder(out)
 	for e := range q.Events(ctx) {
 		if e.Local {

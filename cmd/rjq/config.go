@@ -80,6 +80,15 @@ func (c config) session(ctx context.Context) (*r.Session, error) {
 // open returns the queue named by the flags, after checking that its table exists and is
 // a queue's: rjq never creates a database or a table.
 func (c config) open(ctx context.Context) (*queue.Queue, func(), error) {
+	return c.openQueue(ctx, false)
+}
+
+// openWatching is open with the queue's changefeed on, for its events.
+func (c config) openWatching(ctx context.Context) (*queue.Queue, func(), error) {
+	return c.openQueue(ctx, true)
+}
+
+func (c config) openQueue(ctx context.Context, feed bool) (*queue.Queue, func(), error) {
 	s, err := c.session(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -89,7 +98,8 @@ func (c config) open(ctx context.Context) (*queue.Queue, func(), error) {
 		return nil, nil, err
 	}
 	q, err := queue.New(ctx, &queue.ConnectOptions{Session: s, DB: c.db}, &queue.Options{
-		Name: c.queue, DatabaseInitDelay: -1, MasterInterval: -1, NoChangeFeed: true, Heartbeat: -1,
+		Name: c.queue, DatabaseInitDelay: -1, MasterInterval: -1, NoChangeFeed: !feed, Heartbeat: -1,
+		EventBuffer: 4096,
 	})
 	if err != nil {
 		s.Close()

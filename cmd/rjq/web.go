@@ -41,24 +41,11 @@ func cmdWeb(ctx context.Context, c config, args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return usagef("web: %v", err)
 	}
-	s, err := c.session(ctx)
+	q, done, err := c.openWatching(ctx)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	if err := c.checkQueue(ctx, s); err != nil {
-		return err
-	}
-	q, err := queue.New(ctx, &queue.ConnectOptions{Session: s, DB: c.db}, &queue.Options{
-		Name: c.queue, DatabaseInitDelay: -1, MasterInterval: -1, Heartbeat: -1, EventBuffer: 4096,
-	})
-	if err != nil {
-		return err
-	}
-	defer func() { _ = q.Stop(context.Background()) }()
-	if err := q.Ready(ctx); err != nil {
-		return err
-	}
+	defer done()
 	d := &dashboard{c: c, q: q, actions: *actions, counts: make(map[queue.EventType]uint64), subs: make(map[chan queue.Event]struct{})}
 	go d.fanOut(ctx)
 	l, err := net.Listen("tcp", *listen)
