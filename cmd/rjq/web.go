@@ -75,11 +75,22 @@ func (d *dashboard) routes() http.Handler {
 	mux.HandleFunc("GET /api/summary", d.summary)
 	mux.HandleFunc("GET /api/jobs", d.jobs)
 	mux.HandleFunc("GET /api/jobs/{id}", d.job)
-	mux.HandleFunc("POST /api/jobs/{id}/{action}", d.act)
-	mux.HandleFunc("POST /api/{action}", d.global)
+	mux.HandleFunc("POST /api/jobs/{id}/{action}", d.writable(d.act))
+	mux.HandleFunc("POST /api/{action}", d.writable(d.global))
 	mux.HandleFunc("GET /api/events", d.events)
 	mux.HandleFunc("GET /metrics", d.metrics)
 	return mux
+}
+
+// writable refuses an action unless the dashboard was started with --actions.
+func (d *dashboard) writable(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !d.actions {
+			http.Error(w, "read-only: start rjq web with --actions to enable actions", http.StatusForbidden)
+			return
+		}
+		h(w, r)
+	}
 }
 
 // fanOut counts the table's events for /metrics and passes them to the event streams.
@@ -163,10 +174,6 @@ func (d *dashboard) job(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *dashboard) act(w http.ResponseWriter, r *http.Request) {
-	if !d.actions {
-		http.Error(w, "read-only: start rjq web with --actions to enable actions", http.StatusForbidden)
-		return
-	}
 	id := r.PathValue("id")
 	if !job.ValidID(id) {
 		httpError(w, usagef("%q is not a job id", id))
@@ -192,10 +199,6 @@ func (d *dashboard) act(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *dashboard) global(w http.ResponseWriter, r *http.Request) {
-	if !d.actions {
-		http.Error(w, "read-only: start rjq web with --actions to enable actions", http.StatusForbidden)
-		return
-	}
 	var err error
 	switch r.PathValue("action") {
 	case "pause":
