@@ -25,6 +25,9 @@ import (
 // basePort is reqlite's default driver port; reqlite only takes an offset from it.
 const basePort = 28015
 
+// kitDir holds the files that install reqlite, relative to the module root.
+var kitDir = filepath.Join("testdata", "reqlite")
+
 // kitFiles decide what gets installed, so the install directory is named by their hash.
 var kitFiles = []string{"package.json", "package-lock.json", "reqlite-2.3.0-rethinkdb-go.patch"}
 
@@ -42,7 +45,7 @@ func startReqlite() (Server, func(), error) {
 	if len(missing) > 0 {
 		return Server{}, nil, skipError(howTo + " (not on PATH: " + strings.Join(missing, ", ") + ")")
 	}
-	kit, err := findKit()
+	kit, err := findUp(kitDir, "package-lock.json")
 	if err != nil {
 		return Server{}, nil, err
 	}
@@ -61,26 +64,6 @@ func startReqlite() (Server, func(), error) {
 		}
 	}
 	return Server{}, nil, errors.New("reqlite: no free port after 5 tries")
-}
-
-// findKit finds testdata/reqlite above the working directory, which go test sets to the
-// package's directory inside the module.
-func findKit() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		kit := filepath.Join(dir, "testdata", "reqlite")
-		if _, err := os.Stat(filepath.Join(kit, "package-lock.json")); err == nil {
-			return kit, nil
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			return "", errors.New("reqlite kit testdata/reqlite not found above the working directory")
-		}
-		dir = up
-	}
 }
 
 // install runs npm ci and applies the patch once per kit version into a cache directory
@@ -226,47 +209,6 @@ func freePort() (int, error) {
 	return 0, fmt.Errorf("no free port above %d", basePort)
 }
 
-// logBuf keeps the last part of reqlite's output for error messages and notes when the
-// wanted line has appeared.
-type logBuf struct {
-	mu   sync.Mutex
-	buf  []byte
-	want []byte
-	hit  bool
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.buf = append(l.buf, p...)
-	l.hit = l.hit || bytes.Contains(l.buf, l.want)
-	if n := len(l.buf); n > 64<<10 {
-		l.buf = append(l.buf[:0], l.buf[n-32<<10:]...)
-	}
-	return len(p), nil
-}
-
-func (l *logBuf) seen() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.hit
-}
-
-func (l *logBuf) bytes() []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return bytes.Clone(l.buf)
-}
-
-// tail keeps error messages readable when npm or reqlite print a lot.
-func tail(b []byte) string {
-	const keep = 4 << 10
-	if len(b) > keep {
-		b = b[len(b)-keep:]
-	}
-	return string(b)
-}
-
 // Restartable is a reqlite server of one test's own, which the test may stop and start
 // again on the same port, as a server restart or crash would. Like any reqlite restart, it
 // comes back empty.
@@ -286,7 +228,7 @@ func Private(tb testing.TB) *Restartable {
 			tb.Skipf("a private server needs reqlite, which needs %s on PATH", tool)
 		}
 	}
-	kit, err := findKit()
+	kit, err := findUp(kitDir, "package-lock.json")
 	if err != nil {
 		tb.Fatal(err)
 	}

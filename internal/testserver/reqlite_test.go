@@ -16,7 +16,7 @@ func TestLaunchPortTaken(t *testing.T) {
 	if _, err := exec.LookPath("npm"); err != nil {
 		t.Skip("needs node and npm")
 	}
-	kit, err := findKit()
+	kit, err := findUp(kitDir, "package-lock.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,8 @@
 //
 //  1. RJQ_TEST_ADDR=host:port: a server started by CI or by the user, used as is.
 //  2. A rethinkdb:2.4 container started with testcontainers, when a Docker engine answers
-//     on DOCKER_HOST (default unix:///var/run/docker.sock).
+//     on DOCKER_HOST (default unix:///var/run/docker.sock). The module in dockerrun/ starts
+//     it, run with go run, so that testcontainers stays out of this module's go.mod.
 //  3. reqlite, a RethinkDB-compatible server in JavaScript, installed with npm from the kit
 //     in testdata/reqlite when node and npm are on PATH.
 //
@@ -73,7 +74,7 @@ var (
 //	func TestMain(m *testing.M) { testserver.Main(m) }
 //
 // Without it a reqlite server still dies with the binary (on Linux) and a container is
-// reaped by testcontainers, but only after the binary has gone.
+// removed by its runner, but only after the binary has gone.
 func Main(m *testing.M) {
 	code := m.Run()
 	mu.Lock()
