@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -35,7 +36,73 @@ var kitFiles = []string{"package.json", "package-lock.json", "reqlite-2.3.0-reth
 var errPortTaken = errors.New("port taken")
 
 // startReqlite installs reqlite if needed and starts one server for this binary on a free port.
-func startReqlite() (Server, func(), error) {
+func startReqlite() (s Server, stop func(), err error) {
+	dir, err := prepare()
+	var skip skipError
+	if errors.As(err, &skip) {
+		return Server{}, nil, skipError(howTo + " (" + string(skip) + ")")
+	}
+	if err != nil {
+		return Server{}, nil, err
+	}
+	err = onFreePort(func(port int) (err error) {
+		s, stop, err = launch(dir, port)
+		return err
+	})
+	return s, stop, err
+}
+
+// StartDetached installs reqlite if needed and starts it in the background on port, or on
+// a free port when port is 0, for tests run by something other than a test binary, such as
+// CI. reqlite writes its output to logFile and, in a process group of its own, outlives
+// this process. Its pid goes to pidFile as soon as it has started, so that whoever stops it
+// can do so even when this process is interrupted before reqlite is ready. StartDetached
+// returns once reqlite accepts connections, and kills it when it does not.
+func StartDetached(port int, logFile, pidFile string) (s Server, pid int, err error) {
+	if port != 0 && port <= basePort {
+		return Server{}, 0, fmt.Errorf("reqlite takes ports above %d only, not %d", basePort, port)
+	}
+	dir, err := prepare()
+	if err != nil {
+		return Server{}, 0, err
+	}
+	start := func(port int) error {
+		log, err := os.Create(logFile)
+		if err != nil {
+			return err
+		}
+		defer log.Close() // reqlite has its own descriptor
+		p, err := spawn(dir, port, log, &syscall.SysProcAttr{Setpgid: true})
+		if err != nil {
+			return err
+		}
+		pid = p.cmd.Process.Pid
+		err = os.WriteFile(pidFile, []byte(strconv.Itoa(pid)+"\n"), 0o644)
+		if err == nil {
+			err = p.await(port, fileOut{logFile, listenLine(port)})
+		}
+		if err != nil {
+			p.kill()
+			os.Remove(pidFile)
+			return err
+		}
+		s = reqliteServer(port)
+		return nil
+	}
+	if port == 0 {
+		err = onFreePort(start)
+	} else if err = start(port); errors.Is(err, errPortTaken) {
+		err = fmt.Errorf("port %d is in use", port)
+	}
+	if err != nil {
+		return Server{}, 0, err
+	}
+	return s, pid, nil
+}
+
+// prepare installs reqlite if needed and returns the install directory. Without node, npm
+// or patch on PATH it returns a skipError.
+func prepare() (string, error) {
 	var missing []string
 	for _, tool := range []string{"node", "npm", "patch"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -43,27 +110,28 @@ func startReqlite() (Server, func(), error) {
 		}
 	}
 	if len(missing) > 0 {
-		return Server{}, nil, skipError(howTo + " (not on PATH: " + strings.Join(missing, ", ") + ")")
+		return "", skipError("reqlite needs " + strings.Join(missing, ", ") + " on PATH")
 	}
 	kit, err := findUp(kitDir, "package-lock.json")
 	if err != nil {
-		return Server{}, nil, err
+		return "", err
 	}
-	dir, err := install(kit)
-	if err != nil {
-		return Server{}, nil, err
-	}
+	return install(kit)
+}
+
+// onFreePort calls start with a free port, and with another one while start finds that
+// some other process took the port meanwhile.
+func onFreePort(start func(port int) error) error {
 	for range 5 {
 		port, err := freePort()
 		if err != nil {
-			return Server{}, nil, err
+			return err
 		}
-		s, stop, err := launch(dir, port)
-		if !errors.Is(err, errPortTaken) {
-			return s, stop, err
+		if err := start(port); !errors.Is(err, errPortTaken) {
+			return err
 		}
 	}
-	return Server{}, nil, errors.New("reqlite: no free port after 5 tries")
+	return errors.New("reqlite: no free port after 5 tries")
 }
 
 // install runs npm ci and applies the patch once per kit version into a cache directory
@@ -131,19 +199,41 @@ func install(kit string) (string, error) {
 	return dir, os.WriteFile(marker, nil, 0o644)
 }
 
-// launch starts reqlite on port and waits until it accepts connections.
+// launch starts reqlite on port for this binary and waits until it accepts connections.
+// reqlite dies with the binary (on Linux); its output is kept for error messages.
 func launch(dir string, port int) (Server, func(), error) {
+	out := &logBuf{want: listenLine(port)}
+	p, err := spawn(dir, port, out, sysProcAttr())
+	if err != nil {
+		return Server{}, nil, err
+	}
+	if err := p.await(port, out); err != nil {
+		return Server{}, nil, err
+	}
+	return reqliteServer(port), p.kill, nil
+}
+
+func reqliteServer(port int) Server {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	return Server{Addr: addr, Host: "127.0.0.1", Port: port, Kind: Reqlite, reqlite: true}
+}
+
+// reqliteProc is a reqlite process started here.
+type reqliteProc struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process has exited
+	err  error         // Wait's result, once done is closed
+}
+
+// spawn starts reqlite, installed in dir, on port with its output going to out.
+func spawn(dir string, port int, out io.Writer, attr *syscall.SysProcAttr) (*reqliteProc, error) {
 	cmd := exec.Command("node", filepath.Join("node_modules", ".bin", "reqlite"),
 		"--port-offset", strconv.Itoa(port-basePort))
 	cmd.Dir = dir
-	cmd.SysProcAttr = sysProcAttr()
-	// reqlite prints this from its listen callback, so it proves that this process, and
-	// not some other one, owns the port.
-	out := &logBuf{want: []byte("Listening for client driver connections on port " + strconv.Itoa(port) + "\n")}
+	cmd.SysProcAttr = attr
 	cmd.Stdout, cmd.Stderr = out, out
-
-	started, exited := make(chan error), make(chan error, 1)
+	p := &reqliteProc{cmd: cmd, done: make(chan struct{})}
+	started := make(chan error)
 	go func() {
 		// The parent-death signal fires when the thread that started the child exits, so
 		// this goroutine keeps its thread until the child is gone.
@@ -153,31 +243,67 @@ func launch(dir string, port int) (Server, func(), error) {
 			return
 		}
 		started <- nil
-		exited <- cmd.Wait()
+		p.err = cmd.Wait()
+		close(p.done)
 	}()
 	if err := <-started; err != nil {
-		return Server{}, nil, fmt.Errorf("start reqlite: %w", err)
+		return nil, fmt.Errorf("start reqlite: %w", err)
 	}
-	stop := func() {
-		cmd.Process.Kill() // reqlite keeps its data in memory: nothing to flush
-		<-exited
-	}
+	return p, nil
+}
 
+// kill stops reqlite, which keeps its data in memory (nothing to flush), and waits for it
+// to exit. It does nothing more when reqlite has exited already.
+func (p *reqliteProc) kill() {
+	p.cmd.Process.Kill()
+	<-p.done
+}
+
+// output is reqlite's output as await reads it: a logBuf, or a log file.
+type output interface {
+	seen() bool // whether the line await waits for has appeared
+	bytes() []byte
+}
+
+// fileOut is the output of a reqlite writing to the file at path.
+type fileOut struct {
+	path string
+	want []byte
+}
+
+func (f fileOut) bytes() []byte {
+	b, _ := os.ReadFile(f.path)
+	return b
+}
+
+func (f fileOut) seen() bool { return bytes.Contains(f.bytes(), f.want) }
+
+// listenLine is what reqlite prints from its listen callback, so it proves that this
+// process, and not some other one, owns the port.
+func listenLine(port int) []byte {
+	return []byte("Listening for client driver connections on port " + strconv.Itoa(port) + "\n")
+}
+
+// await waits until reqlite has printed its listen line to out and accepts connections on
+// port. It returns errPortTaken when another process holds the port, and kills reqlite when
+// it is not ready in time.
+func (p *reqliteProc) await(port int, out output) error {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	deadline := time.After(10 * time.Second)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
-		case err := <-exited:
+		case <-p.done:
 			// reqlite reports a listen error, such as the port being taken since freePort
 			// saw it free, with this made-up message and exits.
 			if bytes.Contains(out.bytes(), []byte("Server got SIGINT from pid 0")) {
-				return Server{}, nil, errPortTaken
+				return errPortTaken
 			}
-			return Server{}, nil, fmt.Errorf("reqlite exited (%v):\n%s", err, tail(out.bytes()))
+			return fmt.Errorf("reqlite exited (%v):\n%s", p.err, tail(out.bytes()))
 		case <-deadline:
-			stop()
-			return Server{}, nil, fmt.Errorf("reqlite not listening on %s after 10s:\n%s", addr, tail(out.bytes()))
+			p.kill()
+			return fmt.Errorf("reqlite not listening on %s after 10s:\n%s", addr, tail(out.bytes()))
 		case <-tick.C:
 			if !out.seen() {
 				continue
@@ -187,7 +313,7 @@ func launch(dir string, port int) (Server, func(), error) {
 				continue
 			}
 			c.Close()
-			return Server{Addr: addr, Host: "127.0.0.1", Port: port, Kind: Reqlite, reqlite: true}, stop, nil
+			return nil
 		}
 	}
 }
@@ -223,38 +349,24 @@ type Restartable struct {
 // reqlite cannot be installed here (no Node.js).
 func Private(tb testing.TB) *Restartable {
 	tb.Helper()
-	for _, tool := range []string{"node", "npm", "patch"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			tb.Skipf("a private server needs reqlite, which needs %s on PATH", tool)
-		}
+	dir, err := prepare()
+	var skip skipError
+	if errors.As(err, &skip) {
+		tb.Skipf("a private server needs reqlite: %s", skip)
 	}
-	kit, err := findUp(kitDir, "package-lock.json")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	dir, err := install(kit)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	s := &Restartable{dir: dir}
-	for range 5 {
-		port, err := freePort()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		srv, stop, err := launch(dir, port)
-		if errors.Is(err, errPortTaken) {
-			continue
-		}
-		if err != nil {
-			tb.Fatal(err)
-		}
-		s.Server, s.stop = srv, stop
-		tb.Cleanup(s.Stop)
-		return s
+	err = onFreePort(func(port int) (err error) {
+		s.Server, s.stop, err = launch(dir, port)
+		return err
+	})
+	if err != nil {
+		tb.Fatal(err)
 	}
-	tb.Fatal("reqlite: no free port after 5 tries")
-	return nil
+	tb.Cleanup(s.Stop)
+	return s
 }
 
 // Stop kills the server; connections to it break at once.

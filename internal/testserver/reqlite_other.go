@@ -2,11 +2,19 @@
 
 package testserver
 
-import "testing"
+import (
+	"errors"
+	"testing"
+)
 
 // startReqlite is unix-only because the shared install is guarded by flock.
 func startReqlite() (Server, func(), error) {
 	return Server{}, nil, skipError(howTo + " (reqlite is started automatically on unix systems only)")
+}
+
+// StartDetached fails: reqlite is started on unix systems only.
+func StartDetached(port int, logFile, pidFile string) (Server, int, error) {
+	return Server{}, 0, errors.New("reqlite is started on unix systems only")
 }
 
 // Restartable is a reqlite server a test may restart; unix only.
