@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
 )
 
 // Backoff is a job's retry delay policy. The zero Backoff is the original's: linear,
@@ -20,9 +22,6 @@ type Backoff struct {
 	// Jitter is the largest fraction, within 0..1, by which a delay is moved at random.
 	Jitter float64
 }
-
-// fieldBackoff is the extra document field that holds a job's Backoff.
-const fieldBackoff = "rjqBackoff"
 
 // ErrInvalidBackoff is wrapped by the error of SetBackoff given a negative duration, Max
 // below Min, or a jitter outside 0..1.
@@ -42,10 +41,10 @@ func (j *Job) SetBackoff(b Backoff) *Job {
 		return j.fail(err)
 	}
 	if b == (Backoff{}) {
-		delete(j.Fields, fieldBackoff)
+		delete(j.Fields, docfmt.Backoff)
 		return j
 	}
-	j.setField(fieldBackoff, map[string]any{
+	j.setField(docfmt.Backoff, map[string]any{
 		"exponential": b.Exponential,
 		"min":         b.Min.Milliseconds(),
 		"max":         b.Max.Milliseconds(),
@@ -57,18 +56,18 @@ func (j *Job) SetBackoff(b Backoff) *Job {
 // Backoff returns the job's retry delay policy, as SetBackoff stored it. A stored value
 // that is not a valid policy (written by hand, say) reads as the linear default.
 func (j *Job) Backoff() Backoff {
-	m, ok := j.Fields[fieldBackoff].(map[string]any)
+	m, ok := j.Fields[docfmt.Backoff].(map[string]any)
 	if !ok {
 		return Backoff{}
 	}
 	ms := func(k string) (time.Duration, bool) {
-		n, ok := number(m[k])
-		return time.Duration(n) * time.Millisecond, ok && n >= 0 && n <= MaxSafeInt
+		n, ok := docfmt.Number(m[k])
+		return time.Duration(n) * time.Millisecond, ok && n >= 0 && n <= maxSafeInt
 	}
 	exp, ok1 := m["exponential"].(bool)
 	lo, ok2 := ms("min")
 	hi, ok3 := ms("max")
-	jitter, ok4 := number(m["jitter"])
+	jitter, ok4 := docfmt.Number(m["jitter"])
 	ok4 = ok4 && !math.IsNaN(jitter)
 	b := Backoff{Exponential: exp, Min: lo, Max: hi, Jitter: jitter}
 	if !ok1 || !ok2 || !ok3 || !ok4 || b.validate() != nil {
@@ -77,12 +76,12 @@ func (j *Job) Backoff() Backoff {
 	return b
 }
 
-// RetryDelayFor is how long the job waits before its retry number n (1 for the first):
-// RetryDelay × n, or its exponential Backoff.
-func (j *Job) RetryDelayFor(n int) time.Duration {
-	b := j.Backoff()
+// Delay is how long a job with this policy waits before its retry number n (1 for the
+// first) when its RetryDelay is linear: linear × n for the linear policy, else the
+// exponential delay with its jitter drawn afresh. The queue computes every retry with it.
+func (b Backoff) Delay(linear time.Duration, n int) time.Duration {
 	if !b.Exponential {
-		return time.Duration(n) * j.RetryDelay
+		return time.Duration(n) * linear
 	}
 	d := b.Min
 	for i := 1; i < n && (b.Max == 0 || d < b.Max) && d < math.MaxInt64/2; i++ {

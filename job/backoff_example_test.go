@@ -8,10 +8,14 @@ import (
 )
 
 func ExampleJob_SetBackoff() {
-	j := job.New(nil, nil, job.DefaultOptions()).
-		SetBackoff(job.Backoff{Exponential: true, Min: time.Second, Max: 10 * time.Second})
+	b := job.Backoff{Exponential: true, Min: time.Second, Max: 10 * time.Second}
+	j := job.New(nil, job.DefaultOptions()).SetBackoff(b)
+	if err := j.Err(); err != nil {
+		fmt.Println(err)
+		return
+	}
 	for n := 1; n <= 5; n++ {
-		fmt.Println(n, j.RetryDelayFor(n))
+		fmt.Println(n, j.Backoff().Delay(j.RetryDelay, n))
 	}
 	// Output:
 	// 1 1s
@@ -22,7 +26,7 @@ func ExampleJob_SetBackoff() {
 }
 
 func ExampleJob_SetUniqueKey() {
-	j := job.New(nil, nil, job.DefaultOptions()).SetUniqueKey("invoice-2026-11")
+	j := job.New(nil, job.DefaultOptions()).SetUniqueKey("invoice-2026-11")
 	fmt.Println(j.ID == job.UniqueID("invoice-2026-11"), j.UniqueKey())
 	// Output: true invoice-2026-11
 }

@@ -3,13 +3,12 @@ package job
 import (
 	"sync"
 	"time"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
 )
 
-// RethinkDB keeps times to the millisecond, so times are cut to whole milliseconds before
-// they are written; what is read back is then equal to what was written.
-func toMillis(t time.Time) time.Time {
-	return t.UTC().Truncate(time.Millisecond)
-}
+// toMillis cuts t to what RethinkDB keeps.
+func toMillis(t time.Time) time.Time { return docfmt.Millis(t) }
 
 // maxCreationLead bounds how far ahead of the clock a creation time may run.
 const maxCreationLead = 999 * time.Millisecond

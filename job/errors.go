@@ -71,18 +71,12 @@ func (e *cancelError) Error() string {
 
 func (e *cancelError) Is(target error) bool { return target == ErrCancel }
 
-// CancelReason returns the reason of a Cancel error within err's chain, with ok false when
-// there is none. An error that only wraps ErrCancel gives MessageCancel.
-func CancelReason(err error) (reason string, ok bool) {
-	var c *cancelError
-	if errors.As(err, &c) {
-		if c.reason == "" {
-			return MessageCancel, true
-		}
-		return c.reason, true
+// CancelReason is the log message of a handler's cancel: its reason, or the original's
+// "Job cancelled by Queue process handler" when it gave none. Package queue finds it
+// through this method, so the type stays unexported.
+func (e *cancelError) CancelReason() string {
+	if e.reason == "" {
+		return MessageCancel
 	}
-	if errors.Is(err, ErrCancel) {
-		return MessageCancel, true
-	}
-	return "", false
+	return e.reason
 }

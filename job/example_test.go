@@ -11,7 +11,7 @@ import (
 func ExampleNew() {
 	opts := job.DefaultOptions()
 	opts.Name = "send-mail"
-	j := job.New(nil, map[string]any{"to": "someone@example.com"}, opts)
+	j := job.New(map[string]any{"to": "someone@example.com"}, opts)
 
 	fmt.Println(j.Name, j.Status, j.Priority)
 	fmt.Println(job.ValidID(j.ID), j.DateEnable.After(time.Now()))
@@ -23,7 +23,7 @@ func ExampleNew() {
 }
 
 func ExampleJob_SetPriority() {
-	j := job.New(nil, "payload", job.DefaultOptions()).
+	j := job.New("payload", job.DefaultOptions()).
 		SetPriority(job.High).
 		SetTimeout(30 * time.Second).
 		SetRepeat(job.RepeatForever)
@@ -57,7 +57,7 @@ func ExampleJob_DataAs() {
 		Tries int    `json:"tries"`
 	}
 	// A payload as read from the database: numbers are float64s.
-	j := job.New(nil, map[string]any{"to": "someone@example.com", "tries": float64(2)}, job.DefaultOptions())
+	j := job.New(map[string]any{"to": "someone@example.com", "tries": float64(2)}, job.DefaultOptions())
 	var m mail
 	if err := j.DataAs(&m); err != nil {
 		fmt.Println(err)
@@ -65,12 +65,4 @@ func ExampleJob_DataAs() {
 	fmt.Printf("%+v\n", m)
 	// Output:
 	// {To:someone@example.com Tries:2}
-}
-
-func ExampleJob_Document() {
-	j := job.New(nil, "x", job.DefaultOptions()).SetRepeat(job.RepeatForever)
-	doc := j.Document()
-	fmt.Println(doc["priority"], doc["timeout"], doc["repeat"], doc["status"], doc["dateStarted"])
-	// Output:
-	// 40 300000 true created <nil>
 }

@@ -2,7 +2,7 @@ package job
 
 import (
 	"context"
-	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -11,7 +11,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"gopkg.in/rethinkdb/rethinkdb-go.v6/encoding"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/bridge"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
 )
 
 // Job is one unit of work and the Go form of one document in the queue's table. Read jobs
@@ -49,27 +51,38 @@ type Job struct {
 	// Node.js jobs created from an object keep that object's keys here.
 	Fields map[string]any
 
-	store Store
+	store saver
 	err   error
 }
 
-// Store is what a job needs from its queue to save itself. Package queue implements it;
-// users do not.
-type Store interface {
-	// QueueID is the id of the queue, written into the job's log entries.
-	QueueID() string
-	// UpdateJob saves every field of j, appending e to its log.
-	UpdateJob(ctx context.Context, j *Job, e LogEntry) error
-	// AddLog appends e to the stored job's log and to j.Log.
-	AddLog(ctx context.Context, j *Job, e LogEntry) error
-	// UpdateProgress stores the progress of an active job.
-	UpdateProgress(ctx context.Context, j *Job, percent float64) error
+// saver is what a job needs from its queue to save itself. Package queue implements it;
+// internal/bridge attaches it.
+type saver interface {
+	// SaveJob saves every field of j with the log entry "Job updated".
+	SaveJob(ctx context.Context, j *Job) error
+	// SaveLog appends an entry made of the given values to the stored job's log and to j.Log.
+	SaveLog(ctx context.Context, j *Job, data any, message string, typ LogType, status Status) error
+	// SaveProgress stores the progress of an active job.
+	SaveProgress(ctx context.Context, j *Job, percent float64) error
 }
 
-// New returns a job with status Created, a new id, the given payload and options, for the
-// queue behind s (nil for a job that Queue.AddJob attaches later). An invalid option is
-// reported by Err. Queue.CreateJob is the usual way to call it.
-func New(s Store, data any, opts Options) *Job {
+func init() {
+	bridge.SetStore = func(j, store any) {
+		jb := j.(*Job)
+		if store == nil {
+			jb.store = nil
+			return
+		}
+		jb.store = store.(saver)
+	}
+	bridge.LogMetaOf = func(e any) *bridge.LogMeta { return &e.(*LogEntry).meta }
+}
+
+// New returns a job with status Created, a new id, the given payload and options, not yet
+// in any queue: Queue.AddJob adds it. Queue.CreateJob is the usual way to make one; New
+// serves producers that build jobs away from a queue. Zero options take their defaults
+// (see Options.WithDefaults); an invalid one is reported by Err.
+func New(data any, opts Options) *Job {
 	opts = opts.WithDefaults()
 	created := creationTime()
 	id := uuid.NewString()
@@ -95,17 +108,7 @@ func New(s Store, data any, opts Options) *Job {
 	if !opts.DateEnable.IsZero() {
 		j.DateEnable = toMillis(opts.DateEnable)
 	}
-	j.Attach(s)
 	return j
-}
-
-// Attach makes s the queue that saves j and stamps j with its id. Queue.AddJob attaches
-// the jobs it adds; users rarely need it.
-func (j *Job) Attach(s Store) {
-	j.store = s
-	if s != nil {
-		j.QueueID = s.QueueID()
-	}
 }
 
 // Err returns the errors of every setter call that was given an invalid value (those
@@ -191,7 +194,9 @@ func (j *Job) SetDateEnable(t time.Time) *Job {
 }
 
 // DataAs decodes the job's payload into v, which must be a non-nil pointer. It follows the
-// rethinkdb-go encoding rules (the `rethinkdb` struct tag, else `json`).
+// rethinkdb-go encoding rules (the `rethinkdb` struct tag, else `json`), the rules the
+// payload was stored by. In a program that links no queue (only package job), it falls
+// back to encoding/json.
 func (j *Job) DataAs(v any) error {
 	if err := decodeInto(j.Data, v); err != nil {
 		return fmt.Errorf("job %s: data: %w", j.ID, err)
@@ -201,64 +206,17 @@ func (j *Job) DataAs(v any) error {
 
 // decodeInto decodes value, as the driver gives or takes it, into the pointer v.
 func decodeInto(value, v any) error {
-	tree, err := encoding.Encode(value)
+	if bridge.DecodeData != nil {
+		return bridge.DecodeData(value, v)
+	}
+	b, err := json.Marshal(value)
 	if err != nil {
 		return fmt.Errorf("encode: %w", err)
 	}
-	// Encode turns times and byte slices into ReQL pseudo-types, which Decode does not
-	// turn back (the driver does that on reading): without this, every time.Time in the
-	// value would decode as the zero time.
-	if tree, err = nativePseudoTypes(tree); err != nil {
-		return fmt.Errorf("encode: %w", err)
-	}
-	if err := encoding.Decode(v, tree); err != nil {
+	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("decode into %T: %w", v, err)
 	}
 	return nil
-}
-
-// nativePseudoTypes replaces, in place, the TIME and BINARY pseudo-type objects of an
-// encoded tree by the time.Time and []byte values the driver gives for them on reading.
-func nativePseudoTypes(v any) (any, error) {
-	switch v := v.(type) {
-	case []any:
-		for i, e := range v {
-			var err error
-			if v[i], err = nativePseudoTypes(e); err != nil {
-				return nil, err
-			}
-		}
-	case map[string]any:
-		for k, e := range v {
-			var err error
-			if v[k], err = nativePseudoTypes(e); err != nil {
-				return nil, err
-			}
-		}
-		switch v["$reql_type$"] {
-		case "TIME":
-			epoch, ok1 := v["epoch_time"].(float64)
-			zone, ok2 := v["timezone"].(string)
-			if !ok1 || !ok2 {
-				return nil, fmt.Errorf("bad TIME pseudo-type %v", v)
-			}
-			// As the driver reads times: to the millisecond, in the stored offset.
-			t := time.UnixMilli(int64(math.Round(epoch * 1000)))
-			if off, err := time.Parse("-07:00", zone); err == nil {
-				_, secs := off.Zone()
-				t = t.In(time.FixedZone(zone, secs))
-			}
-			return t, nil
-		case "BINARY":
-			data, _ := v["data"].(string)
-			b, err := base64.StdEncoding.DecodeString(data)
-			if err != nil {
-				return nil, fmt.Errorf("bad BINARY pseudo-type: %w", err)
-			}
-			return b, nil
-		}
-	}
-	return v, nil
 }
 
 // The same pattern the Node.js library checks ids with, so both accept the same ids.
@@ -292,7 +250,7 @@ func (j *Job) Validate() error {
 		errs = append(errs, ErrInvalidDateEnable)
 	}
 	for k := range j.Fields {
-		errs = append(errs, checkField(!reservedField(k), "%q is a job field: set it through the Job struct, not Fields", k))
+		errs = append(errs, checkField(!docfmt.Reserved(k), "%q is a job field: set it through the Job struct, not Fields", k))
 	}
 	if err := CheckValue(j.Data); err != nil {
 		errs = append(errs, fmt.Errorf("payload: %w", err))

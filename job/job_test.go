@@ -22,7 +22,7 @@ func assertMillisUTC(t *testing.T, tm time.Time) {
 
 func TestNewDefaults(t *testing.T) {
 	before := time.Now().Add(-time.Millisecond)
-	j := New(nil, "data", DefaultOptions())
+	j := New("data", DefaultOptions())
 	after := time.Now().Add(time.Second)
 
 	require.NoError(t, j.Err())
@@ -65,7 +65,7 @@ func TestNewDefaults(t *testing.T) {
 func TestNewDistinctIDs(t *testing.T) {
 	seen := make(map[string]bool)
 	for range 200 {
-		j := New(nil, nil, DefaultOptions())
+		j := New(nil, DefaultOptions())
 		require.False(t, seen[j.ID], "duplicate id %s", j.ID)
 		seen[j.ID] = true
 	}
@@ -84,7 +84,7 @@ func TestNewOptions(t *testing.T) {
 		Repeat:      RepeatForever,
 		DateEnable:  enable,
 	}
-	j := New(nil, map[string]any{"to": "x"}, opts)
+	j := New(map[string]any{"to": "x"}, opts)
 	require.NoError(t, j.Err())
 	assert.Equal(t, "mailer", j.Name)
 	assert.Equal(t, High, j.Priority)
@@ -100,15 +100,8 @@ func TestNewOptions(t *testing.T) {
 	assert.Equal(t, map[string]any{"to": "x"}, j.Data)
 }
 
-func TestNewWithStore(t *testing.T) {
-	s := &fakeStore{id: "host:db:q:1:abc"}
-	j := New(s, nil, DefaultOptions())
-	assert.Equal(t, "host:db:q:1:abc", j.QueueID)
-	assert.Equal(t, Created, j.Status)
-}
-
 func TestNewZeroOptionsMeanDefaults(t *testing.T) {
-	j := New(nil, nil, Options{})
+	j := New(nil, Options{})
 	require.NoError(t, j.Err())
 	assert.Equal(t, Normal, j.Priority, "a zero priority is Normal")
 	assert.Equal(t, DefaultTimeout, j.Timeout, "a zero timeout is the default, not an instant timeout")
@@ -133,7 +126,7 @@ func TestNewInvalidOptions(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			o := DefaultOptions()
 			tt.modify(&o)
-			j := New(nil, nil, o)
+			j := New(nil, o)
 			require.NotNil(t, j)
 			assert.ErrorIs(t, j.Err(), tt.want)
 			assert.ErrorIs(t, j.Err(), ErrInvalid)
@@ -148,9 +141,9 @@ func TestNewInvalidOptions(t *testing.T) {
 func TestNewCreationTimesIncreaseWithinASecond(t *testing.T) {
 	const n = 3000
 	clockCaughtUp(t)
-	prev := New(nil, nil, DefaultOptions())
+	prev := New(nil, DefaultOptions())
 	for i := range n {
-		j := New(nil, nil, DefaultOptions())
+		j := New(nil, DefaultOptions())
 		now := time.Now()
 		require.False(t, j.DateCreated.Before(prev.DateCreated), "job %d created at %v, before %v", i, j.DateCreated, prev.DateCreated)
 		if i < 500 {
@@ -183,7 +176,7 @@ func TestNewCreationTimesDistinctConcurrently(t *testing.T) {
 		wg.Go(func() {
 			times := make([]time.Time, 0, each)
 			for range each {
-				times = append(times, New(nil, nil, DefaultOptions()).DateCreated)
+				times = append(times, New(nil, DefaultOptions()).DateCreated)
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -242,8 +235,8 @@ func TestValidID(t *testing.T) {
 }
 
 func TestValidateFreshJob(t *testing.T) {
-	assert.NoError(t, New(nil, nil, DefaultOptions()).Validate())
-	assert.NoError(t, New(nil, 42, DefaultOptions()).SetRepeat(RepeatForever).Validate())
+	assert.NoError(t, New(nil, DefaultOptions()).Validate())
+	assert.NoError(t, New(42, DefaultOptions()).SetRepeat(RepeatForever).Validate())
 }
 
 func TestValidateNil(t *testing.T) {
@@ -294,7 +287,7 @@ func TestValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			j := New(nil, nil, DefaultOptions())
+			j := New(nil, DefaultOptions())
 			tt.modify(j)
 			err := j.Validate()
 			if tt.want == nil {
@@ -309,7 +302,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestValidateReportsEveryField(t *testing.T) {
-	j := New(nil, nil, DefaultOptions())
+	j := New(nil, DefaultOptions())
 	j.ID = "x"
 	j.Priority = 1
 	j.Timeout = -1
@@ -336,147 +329,19 @@ func TestClampProgress(t *testing.T) {
 		{math.Inf(1), 100},
 	}
 	for _, tt := range tests {
-		got := ClampProgress(tt.in)
-		assert.Equal(t, tt.want, got, "ClampProgress(%v)", tt.in)
+		got := clampProgress(tt.in)
+		assert.Equal(t, tt.want, got, "clampProgress(%v)", tt.in)
 		assert.False(t, math.IsNaN(got))
 	}
 }
 
-func TestDataAsGoStruct(t *testing.T) {
-	type in struct {
-		To      string    `json:"to"`
-		Count   int       `json:"count"`
-		When    time.Time `json:"when"`
-		Tags    []string  `json:"tags"`
-		Private string    `json:"-"`
+func TestDataAsWithoutAQueueFallsBackToJSON(t *testing.T) {
+	// This test binary links no queue, so DataAs decodes by encoding/json.
+	type mail struct {
+		To string `json:"to"`
 	}
-	type out struct {
-		To    string    `json:"to"`
-		Count int64     `json:"count"`
-		When  time.Time `json:"when"`
-		Tags  []string  `json:"tags"`
-	}
-	when := time.Date(2024, 2, 29, 12, 0, 1, 250000000, time.UTC)
-	j := New(nil, in{To: "a@b.c", Count: 3, When: when, Tags: []string{"x", "y"}, Private: "p"}, DefaultOptions())
-	var got out
-	require.NoError(t, j.DataAs(&got))
-	assert.Equal(t, "a@b.c", got.To)
-	assert.Equal(t, int64(3), got.Count)
-	assert.True(t, when.Equal(got.When), "time lost: got %v", got.When)
-	assert.Equal(t, []string{"x", "y"}, got.Tags)
-
-	// rethinkdb tag takes precedence over json
-	type tagged struct {
-		Address string `rethinkdb:"to" json:"address"`
-	}
-	var tg tagged
-	require.NoError(t, j.DataAs(&tg))
-	assert.Equal(t, "a@b.c", tg.Address)
-
-	// a pointer to a struct field
-	type ptrOut struct {
-		When *time.Time `json:"when"`
-	}
-	var po ptrOut
-	require.NoError(t, j.DataAs(&po))
-	require.NotNil(t, po.When)
-	assert.True(t, when.Equal(*po.When))
-}
-
-func TestDataAsFromDB(t *testing.T) {
-	// As rethinkdb-go returns a payload: float64 numbers, nested maps, slices, and times
-	// in a "+00:00" fixed zone.
-	zone := time.FixedZone("+00:00", 0)
-	when := time.Date(2025, 7, 1, 9, 30, 0, 123000000, zone)
-	j := &Job{ID: "5127d082-fe7e-4e88-b1de-7093029695c3", Data: map[string]any{
-		"name":  "report",
-		"count": float64(12),
-		"ratio": 0.25,
-		"when":  when,
-		"owner": map[string]any{"id": float64(7), "email": "o@x.y", "since": when},
-		"items": []any{map[string]any{"n": float64(1)}, map[string]any{"n": float64(2)}},
-		"bytes": []byte("hi"),
-		"extra": "ignored",
-	}}
-	type owner struct {
-		ID    int       `json:"id"`
-		Email string    `json:"email"`
-		Since time.Time `json:"since"`
-	}
-	type item struct {
-		N int `json:"n"`
-	}
-	type payload struct {
-		Name  string    `json:"name"`
-		Count int       `json:"count"`
-		Ratio float64   `json:"ratio"`
-		When  time.Time `json:"when"`
-		Owner owner     `json:"owner"`
-		Items []item    `json:"items"`
-		Bytes []byte    `json:"bytes"`
-	}
-	var p payload
-	require.NoError(t, j.DataAs(&p))
-	assert.Equal(t, "report", p.Name)
-	assert.Equal(t, 12, p.Count)
-	assert.Equal(t, 0.25, p.Ratio)
-	assert.True(t, when.Equal(p.When), "time lost: got %v", p.When)
-	assert.Equal(t, 7, p.Owner.ID)
-	assert.Equal(t, "o@x.y", p.Owner.Email)
-	assert.True(t, when.Equal(p.Owner.Since), "nested time lost: got %v", p.Owner.Since)
-	assert.Equal(t, []item{{1}, {2}}, p.Items)
-	assert.Equal(t, []byte("hi"), p.Bytes)
-
-	// into a map: times stay times, not pseudo-type objects
-	var m map[string]any
-	require.NoError(t, j.DataAs(&m))
-	tm, ok := m["when"].(time.Time)
-	require.True(t, ok, "when decoded as %T", m["when"])
-	assert.True(t, when.Equal(tm))
-
-	// DataAs does not modify the job's payload
-	assert.Equal(t, when, j.Data.(map[string]any)["when"])
-	assert.Equal(t, float64(12), j.Data.(map[string]any)["count"])
-}
-
-func TestDataAsScalarsAndNil(t *testing.T) {
-	j := New(nil, "text", DefaultOptions())
-	var s string
-	require.NoError(t, j.DataAs(&s))
-	assert.Equal(t, "text", s)
-
-	j = New(nil, float64(3), DefaultOptions())
-	var n int
-	require.NoError(t, j.DataAs(&n))
-	assert.Equal(t, 3, n)
-
-	j = New(nil, []any{"a", "b"}, DefaultOptions())
-	var sl []string
-	require.NoError(t, j.DataAs(&sl))
-	assert.Equal(t, []string{"a", "b"}, sl)
-
-	j = New(nil, time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), DefaultOptions())
-	var tm time.Time
-	require.NoError(t, j.DataAs(&tm))
-	assert.True(t, tm.Equal(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)))
-}
-
-func TestDataAsErrors(t *testing.T) {
-	type payload struct {
-		N int `json:"n"`
-	}
-	j := New(nil, map[string]any{"n": float64(1)}, DefaultOptions())
-
-	var p payload
-	err := j.DataAs(p) // not a pointer
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), j.ID)
-
-	var nilPtr *payload
-	assert.Error(t, j.DataAs(nilPtr))
-
-	assert.Error(t, j.DataAs(nil))
-
-	var n int
-	assert.Error(t, j.DataAs(&n), "a map does not decode into an int")
+	var m mail
+	require.NoError(t, New(map[string]any{"to": "a@b.c"}, DefaultOptions()).DataAs(&m))
+	assert.Equal(t, "a@b.c", m.To)
+	assert.Error(t, New(func() {}, DefaultOptions()).DataAs(&m), "a value JSON cannot encode")
 }

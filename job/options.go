@@ -97,14 +97,14 @@ func checkDuration(sentinel error, d time.Duration) error {
 }
 
 func checkCount(sentinel error, n int) error {
-	if n < 0 || n > MaxSafeInt {
+	if n < 0 || n > maxSafeInt {
 		return fmt.Errorf("%w (got %d)", sentinel, n)
 	}
 	return nil
 }
 
 func checkRepeat(n int) error {
-	if n < RepeatForever || n > MaxSafeInt {
+	if n < RepeatForever || n > maxSafeInt {
 		return fmt.Errorf("%w (got %d)", ErrInvalidRepeat, n)
 	}
 	return nil

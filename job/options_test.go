@@ -163,7 +163,7 @@ func setterCases() []setterCase {
 func TestSetters(t *testing.T) {
 	for _, tt := range setterCases() {
 		t.Run(tt.name, func(t *testing.T) {
-			j := New(nil, nil, DefaultOptions())
+			j := New(nil, DefaultOptions())
 			fresh := *j
 			got := tt.call(j)
 			assert.Same(t, j, got, "setters return their receiver")
@@ -184,7 +184,7 @@ func TestSetters(t *testing.T) {
 
 func TestSettersChain(t *testing.T) {
 	enable := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	j := New(nil, "payload", DefaultOptions()).
+	j := New("payload", DefaultOptions()).
 		SetName("chain").
 		SetPriority(Low).
 		SetTimeout(time.Second).
@@ -206,7 +206,7 @@ func TestSettersChain(t *testing.T) {
 }
 
 func TestSettersSeveralInvalidAllReported(t *testing.T) {
-	j := New(nil, nil, DefaultOptions()).
+	j := New(nil, DefaultOptions()).
 		SetName("").
 		SetPriority(Highest). // valid: applied in between
 		SetTimeout(-1).
@@ -256,7 +256,7 @@ func TestSetDateEnableTruncatesAndUTC(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			j := New(nil, nil, DefaultOptions()).SetDateEnable(tt.in)
+			j := New(nil, DefaultOptions()).SetDateEnable(tt.in)
 			require.NoError(t, j.Err())
 			assert.True(t, tt.want.Equal(j.DateEnable), "got %v want %v", j.DateEnable, tt.want)
 			assert.Equal(t, time.UTC, j.DateEnable.Location())
@@ -264,6 +264,6 @@ func TestSetDateEnableTruncatesAndUTC(t *testing.T) {
 		})
 	}
 	// a time taken from time.Now (with a monotonic reading) is stored without it
-	j := New(nil, nil, DefaultOptions()).SetDateEnable(time.Now())
+	j := New(nil, DefaultOptions()).SetDateEnable(time.Now())
 	assert.Equal(t, j.DateEnable.Round(0), j.DateEnable)
 }

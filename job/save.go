@@ -28,8 +28,7 @@ func (j *Job) Update(ctx context.Context) error {
 	if err := j.Validate(); err != nil {
 		return err
 	}
-	e := NewLog(j, j.store.QueueID(), nil, MessageUpdated, Information, "")
-	return j.store.UpdateJob(ctx, j, e)
+	return j.store.SaveJob(ctx, j)
 }
 
 // AddLog appends an entry to the job's log, in the database and in j.Log. Zero values take
@@ -43,7 +42,7 @@ func (j *Job) AddLog(ctx context.Context, data any, message string, typ LogType,
 	if data == nil {
 		data = map[string]any{}
 	}
-	return j.store.AddLog(ctx, j, NewLog(j, j.store.QueueID(), data, message, typ, status))
+	return j.store.SaveLog(ctx, j, data, message, typ, status)
 }
 
 // UpdateProgress records how far an active job has come, in percent (clamped to 0..100; NaN
@@ -57,11 +56,11 @@ func (j *Job) UpdateProgress(ctx context.Context, percent float64) error {
 	if j.Status != Active {
 		return ErrNotActive
 	}
-	return j.store.UpdateProgress(ctx, j, ClampProgress(percent))
+	return j.store.SaveProgress(ctx, j, clampProgress(percent))
 }
 
-// ClampProgress maps percent into 0..100, NaN to 0.
-func ClampProgress(percent float64) float64 {
+// clampProgress maps percent into 0..100, NaN to 0.
+func clampProgress(percent float64) float64 {
 	if math.IsNaN(percent) || percent < 0 {
 		return 0
 	}

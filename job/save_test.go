@@ -3,18 +3,17 @@ package job
 import (
 	"context"
 	"errors"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/bridge"
 	"math"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// fakeStore is a Store that records its calls.
+// fakeStore is a saver that records its calls.
 type fakeStore struct {
-	id  string
 	err error // returned by every call
 
 	mu    sync.Mutex
@@ -24,11 +23,12 @@ type fakeStore struct {
 type storeCall struct {
 	method  string
 	job     *Job
-	entry   LogEntry
+	data    any
+	message string
+	typ     LogType
+	status  Status
 	percent float64
 }
-
-func (s *fakeStore) QueueID() string { return s.id }
 
 func (s *fakeStore) record(c storeCall) error {
 	s.mu.Lock()
@@ -37,16 +37,16 @@ func (s *fakeStore) record(c storeCall) error {
 	return s.err
 }
 
-func (s *fakeStore) UpdateJob(_ context.Context, j *Job, e LogEntry) error {
-	return s.record(storeCall{method: "UpdateJob", job: j, entry: e})
+func (s *fakeStore) SaveJob(_ context.Context, j *Job) error {
+	return s.record(storeCall{method: "SaveJob", job: j})
 }
 
-func (s *fakeStore) AddLog(_ context.Context, j *Job, e LogEntry) error {
-	return s.record(storeCall{method: "AddLog", job: j, entry: e})
+func (s *fakeStore) SaveLog(_ context.Context, j *Job, data any, message string, typ LogType, status Status) error {
+	return s.record(storeCall{method: "SaveLog", job: j, data: data, message: message, typ: typ, status: status})
 }
 
-func (s *fakeStore) UpdateProgress(_ context.Context, j *Job, percent float64) error {
-	return s.record(storeCall{method: "UpdateProgress", job: j, percent: percent})
+func (s *fakeStore) SaveProgress(_ context.Context, j *Job, percent float64) error {
+	return s.record(storeCall{method: "SaveProgress", job: j, percent: percent})
 }
 
 func (s *fakeStore) Calls() []storeCall {
@@ -55,7 +55,14 @@ func (s *fakeStore) Calls() []storeCall {
 	return append([]storeCall(nil), s.calls...)
 }
 
-var _ Store = (*fakeStore)(nil)
+var _ saver = (*fakeStore)(nil)
+
+// attached returns a new job saved through s.
+func attached(s *fakeStore, data any) *Job {
+	j := New(data, DefaultOptions())
+	j.store = s
+	return j
+}
 
 const testQueueID = "host:rjqJobQueue:rjqJobList:4242:0d6f0c4f-6f1c-4b8f-9d47-0f2a3d1c2b11"
 
@@ -75,7 +82,7 @@ func TestSaveDetached(t *testing.T) {
 	for _, sc := range saveCalls {
 		for _, status := range []Status{Created, Waiting, Active} {
 			t.Run(sc.name+"/"+string(status), func(t *testing.T) {
-				j := New(nil, nil, DefaultOptions())
+				j := New(nil, DefaultOptions())
 				j.Status = status
 				err := sc.call(t.Context(), j)
 				assert.ErrorIs(t, err, ErrDetached)
@@ -87,8 +94,8 @@ func TestSaveDetached(t *testing.T) {
 func TestSaveNotAdded(t *testing.T) {
 	for _, sc := range saveCalls {
 		t.Run(sc.name, func(t *testing.T) {
-			s := &fakeStore{id: testQueueID}
-			j := New(s, nil, DefaultOptions())
+			s := &fakeStore{}
+			j := attached(s, nil)
 			require.Equal(t, Created, j.Status)
 			err := sc.call(t.Context(), j)
 			assert.ErrorIs(t, err, ErrNotAdded)
@@ -98,25 +105,24 @@ func TestSaveNotAdded(t *testing.T) {
 }
 
 func TestAttach(t *testing.T) {
-	j := New(nil, nil, DefaultOptions())
+	j := New(nil, DefaultOptions())
 	j.Status = Waiting
 	require.ErrorIs(t, j.AddLog(t.Context(), nil, "", "", ""), ErrDetached)
 
-	s := &fakeStore{id: testQueueID}
-	j.Attach(s)
-	assert.Equal(t, testQueueID, j.QueueID)
+	s := &fakeStore{}
+	bridge.SetStore(j, s)
 	require.NoError(t, j.AddLog(t.Context(), nil, "", "", ""))
 	assert.Len(t, s.Calls(), 1)
 
-	j.Attach(nil)
+	bridge.SetStore(j, nil)
 	assert.ErrorIs(t, j.AddLog(t.Context(), nil, "", "", ""), ErrDetached)
 }
 
 func TestUpdateProgressNotActive(t *testing.T) {
 	for _, status := range []Status{Waiting, Completed, Cancelled, Failed, Terminated} {
 		t.Run(string(status), func(t *testing.T) {
-			s := &fakeStore{id: testQueueID}
-			j := New(s, nil, DefaultOptions())
+			s := &fakeStore{}
+			j := attached(s, nil)
 			j.Status = status
 			err := j.UpdateProgress(t.Context(), 10)
 			assert.ErrorIs(t, err, ErrNotActive)
@@ -137,13 +143,13 @@ func TestUpdateProgressActive(t *testing.T) {
 		{100, 100},
 	}
 	for _, tt := range tests {
-		s := &fakeStore{id: testQueueID}
-		j := New(s, nil, DefaultOptions())
+		s := &fakeStore{}
+		j := attached(s, nil)
 		j.Status = Active
 		require.NoError(t, j.UpdateProgress(t.Context(), tt.in))
 		calls := s.Calls()
 		require.Len(t, calls, 1)
-		assert.Equal(t, "UpdateProgress", calls[0].method)
+		assert.Equal(t, "SaveProgress", calls[0].method)
 		assert.Same(t, j, calls[0].job)
 		assert.Equal(t, tt.want, calls[0].percent, "UpdateProgress(%v)", tt.in)
 	}
@@ -153,8 +159,8 @@ func TestSaveStoreErrorReturned(t *testing.T) {
 	boom := errors.New("boom")
 	for _, sc := range saveCalls {
 		t.Run(sc.name, func(t *testing.T) {
-			s := &fakeStore{id: testQueueID, err: boom}
-			j := New(s, nil, DefaultOptions())
+			s := &fakeStore{err: boom}
+			j := attached(s, nil)
 			j.Status = Active
 			assert.ErrorIs(t, sc.call(t.Context(), j), boom)
 		})
@@ -162,71 +168,49 @@ func TestSaveStoreErrorReturned(t *testing.T) {
 }
 
 func TestAddLogDefaults(t *testing.T) {
-	s := &fakeStore{id: testQueueID}
-	j := New(s, nil, DefaultOptions())
+	// The store fills in the other defaults (see rdb.NewLog); the job gives nil data as
+	// an empty object, as the original does.
+	s := &fakeStore{}
+	j := attached(s, nil)
 	j.Status = Active
-	j.RetryCount = 2
-	j.ProcessCount = 3
-	before := time.Now().Add(-time.Millisecond)
 	require.NoError(t, j.AddLog(t.Context(), nil, "", "", ""))
 	calls := s.Calls()
 	require.Len(t, calls, 1)
 	c := calls[0]
-	assert.Equal(t, "AddLog", c.method)
+	assert.Equal(t, "SaveLog", c.method)
 	assert.Same(t, j, c.job)
-	e := c.entry
-	assert.Equal(t, map[string]any{}, e.Data)
-	assert.Equal(t, MessageSeeLogData, e.Message)
-	assert.Equal(t, "See the data attached to this log entry", e.Message)
-	assert.Equal(t, Information, e.Type)
-	assert.Equal(t, Active, e.Status)
-	assert.Equal(t, testQueueID, e.QueueID)
-	assert.Equal(t, 2, e.RetryCount)
-	assert.Equal(t, 3, e.ProcessCount)
-	assertMillisUTC(t, e.Date)
-	assert.False(t, e.Date.Before(before.Truncate(time.Millisecond)))
-
-	doc := e.Document()
-	assert.Equal(t, map[string]any{}, doc["data"])
-	for _, k := range []string{"duration", "errorMessage", "errorStack"} {
-		assert.NotContains(t, doc, k)
-	}
+	assert.Equal(t, map[string]any{}, c.data)
+	assert.Empty(t, c.message)
+	assert.Empty(t, c.typ)
+	assert.Empty(t, c.status)
 }
 
 func TestAddLogValues(t *testing.T) {
-	s := &fakeStore{id: testQueueID}
-	j := New(s, nil, DefaultOptions())
+	s := &fakeStore{}
+	j := attached(s, nil)
 	j.Status = Waiting
 	data := map[string]any{"k": "v"}
 	require.NoError(t, j.AddLog(t.Context(), data, "hello", Warning, Failed))
-	e := s.Calls()[0].entry
-	assert.Equal(t, data, e.Data)
-	assert.Equal(t, "hello", e.Message)
-	assert.Equal(t, Warning, e.Type)
-	assert.Equal(t, Failed, e.Status)
-	assert.Equal(t, testQueueID, e.QueueID)
+	c := s.Calls()[0]
+	assert.Equal(t, data, c.data)
+	assert.Equal(t, "hello", c.message)
+	assert.Equal(t, Warning, c.typ)
+	assert.Equal(t, Failed, c.status)
 
 	// a non-nil zero-ish payload is kept as given
 	require.NoError(t, j.AddLog(t.Context(), "", "", "", ""))
-	assert.Equal(t, "", s.Calls()[1].entry.Data)
+	assert.Equal(t, "", s.Calls()[1].data)
 }
 
 func TestUpdate(t *testing.T) {
-	s := &fakeStore{id: testQueueID}
-	j := New(s, "x", DefaultOptions())
+	s := &fakeStore{}
+	j := attached(s, "x")
 	j.Status = Waiting
 	require.NoError(t, j.Update(t.Context()))
 	calls := s.Calls()
 	require.Len(t, calls, 1)
-	assert.Equal(t, "UpdateJob", calls[0].method)
+	assert.Equal(t, "SaveJob", calls[0].method)
 	assert.Same(t, j, calls[0].job)
-	e := calls[0].entry
-	assert.Equal(t, MessageUpdated, e.Message)
-	assert.Equal(t, "Job updated. Old values in log data", e.Message)
-	assert.Equal(t, Information, e.Type)
-	assert.Equal(t, Waiting, e.Status)
-	assert.Equal(t, testQueueID, e.QueueID)
-	assertMillisUTC(t, e.Date)
 }
 
 func TestUpdateInvalidNotSaved(t *testing.T) {
@@ -242,8 +226,8 @@ func TestUpdateInvalidNotSaved(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := &fakeStore{id: testQueueID}
-			j := New(s, nil, DefaultOptions())
+			s := &fakeStore{}
+			j := attached(s, nil)
 			j.Status = Waiting
 			tt.modify(j)
 			err := j.Update(t.Context())

@@ -44,3 +44,8 @@ const (
 	Warning     LogType = "warning"
 	Error       LogType = "error"
 )
+
+// StateDocumentID is the id of the queue's State Document, the one document in a queue's
+// table that is not a job (it records whether the queue is paused). Tools that read the
+// table directly skip it by this id.
+const StateDocumentID = "86f6ff5b-0c4e-46ad-9a5f-e90eb19c9b00"

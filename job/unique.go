@@ -5,10 +5,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-)
 
-// fieldUniqueKey is the extra document field that holds a job's unique key.
-const fieldUniqueKey = "rjqUniqueKey"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
+)
 
 // uniqueSpace is the UUID namespace of job ids made from unique keys: the id of a key is
 // the same in every process and language (UUID v5 of the key in this namespace).
@@ -37,13 +36,13 @@ func (j *Job) SetUniqueKey(key string) *Job {
 		j.Name = id
 	}
 	j.ID = id
-	j.setField(fieldUniqueKey, key)
+	j.setField(docfmt.UniqueKey, key)
 	return j
 }
 
 // UniqueKey returns the key given to SetUniqueKey, or "" for a job without one.
 func (j *Job) UniqueKey() string {
-	k, _ := j.Fields[fieldUniqueKey].(string)
+	k, _ := j.Fields[docfmt.UniqueKey].(string)
 	return k
 }
 

@@ -13,9 +13,9 @@ import (
 // that cannot be stored as it is; it wraps ErrInvalid.
 var ErrInvalidData = fmt.Errorf("%w data", ErrInvalid)
 
-// MaxSafeInt is the largest integer a RethinkDB number (a float64) holds exactly: larger
+// maxSafeInt is the largest integer a RethinkDB number (a float64) holds exactly: larger
 // ones would read back as other numbers, so counts and payload integers are bounded by it.
-const MaxSafeInt = 1<<53 - 1
+const maxSafeInt = 1<<53 - 1
 
 // The times a job can carry: the driver encodes a time through its UnixNano, which holds
 // these years only (a later one would be stored as another date).
@@ -29,7 +29,7 @@ const maxDepth = 100
 
 // CheckValue reports why v cannot be stored in a job document as it is, or nil when it
 // can: a func, chan, complex number or unsafe pointer, a NaN or infinite float, an
-// integer beyond ±MaxSafeInt, a string that is not valid UTF-8, a time outside the years
+// integer beyond ±maxSafeInt, a string that is not valid UTF-8, a time outside the years
 // the driver can encode, a query term, or a value nested more than 100 deep (a cycle).
 // Types with a MarshalRQL method encode themselves and are taken as they are. The error
 // wraps ErrInvalidData and names where in v the problem is.
@@ -84,12 +84,12 @@ func (c *checker) check(v reflect.Value, path string, depth int) error {
 		}
 		return nil
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		if n := v.Int(); n > MaxSafeInt || n < -MaxSafeInt {
+		if n := v.Int(); n > maxSafeInt || n < -maxSafeInt {
 			return at("integer %d is beyond ±2^53, which a stored number cannot hold exactly", n)
 		}
 		return nil
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		if n := v.Uint(); n > MaxSafeInt {
+		if n := v.Uint(); n > maxSafeInt {
 			return at("integer %d is beyond 2^53, which a stored number cannot hold exactly", n)
 		}
 		return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/dberr"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -53,7 +54,7 @@ func Review(ctx context.Context, t Target) (Result, error) {
 	var orphanErr, removeErr error
 	res.Reviewed, orphanErr = failOrphans(ctx, t)
 	res.Removed, removeErr = removeFinished(ctx, t)
-	state := t.Table.Insert(job.StateDocument(t.QueueID, "reviewed"), r.InsertOpts{Conflict: "replace"})
+	state := t.Table.Insert(rdb.StateDocument(t.QueueID, "reviewed"), r.InsertOpts{Conflict: "replace"})
 	var stateErr error
 	if _, err := write(ctx, t, state); err != nil {
 		stateErr = fmt.Errorf("master: write the State Document: %w", err)
@@ -77,23 +78,14 @@ func failOrphans(ctx context.Context, t Target) (int, error) {
 		retryCount, retryMax, processCount := number("retryCount"), number("retryMax"), number("processCount")
 		retry := retryCount.Lt(retryMax)
 		status := r.Branch(retry, string(job.Failed), string(job.Terminated))
-		entry := map[string]any{
-			"date":         r.Now(),
-			"queueId":      t.QueueID,
-			"type":         r.Branch(retry, string(job.Warning), string(job.Error)),
-			"status":       status,
-			"retryCount":   retryCount,
-			"processCount": processCount,
-			"message":      MessageOrphan,
-			"dateEnable":   row.Field("dateEnable"),
-		}
-		var none job.Job
-		trunc := r.Expr(job.TruncatedLog(&none, t.QueueID, t.LimitJobLogs, "").Document()).Merge(map[string]any{
-			"date":         r.Now(),
-			"status":       status,
-			"retryCount":   retryCount,
-			"processCount": processCount,
-		})
+		entry, trunc := rdb.RowLog(t.QueueID, t.LimitJobLogs, MessageOrphan, rdb.Stamps{
+			Date:         r.Now(),
+			Status:       status,
+			Type:         r.Branch(retry, string(job.Warning), string(job.Error)),
+			RetryCount:   retryCount,
+			ProcessCount: processCount,
+		}, true)
+		entry = entry.Merge(map[string]any{"dateEnable": row.Field("dateEnable")})
 		log := row.Field("log").Default(nil)
 		orphaned := row.Field("status").Eq(string(job.Active)).And(row.Field("dateEnable").Lt(r.Now()))
 		return r.Branch(orphaned, map[string]any{
@@ -101,7 +93,7 @@ func failOrphans(ctx context.Context, t Target) (int, error) {
 			"dateFinished": r.Now(),
 			"retryCount":   r.Branch(retry, retryCount.Add(1), retryCount),
 			"log": r.Branch(log.TypeOf().Eq("ARRAY"),
-				job.AppendLogTerm(log, entry, trunc, t.LimitJobLogs),
+				rdb.AppendLogTerm(log, entry, trunc, t.LimitJobLogs),
 				[]any{entry}),
 			"queueId": t.QueueID,
 		}, nil)

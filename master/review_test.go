@@ -11,6 +11,7 @@ import (
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
 	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testserver"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/master"
@@ -38,10 +39,10 @@ func (f fixture) target(retention master.Retention) master.Target {
 // insert stores a job document with the given fields over sensible defaults.
 func (f fixture) insert(t *testing.T, fields map[string]any) string {
 	t.Helper()
-	j := job.New(nil, nil, job.DefaultOptions())
+	j := job.New(nil, job.DefaultOptions())
 	j.Status = job.Waiting
 	j.QueueID = "worker:q"
-	doc := j.Document()
+	doc := rdb.Document(j)
 	for k, v := range fields {
 		doc[k] = v
 	}

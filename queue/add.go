@@ -9,6 +9,7 @@ import (
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -16,7 +17,9 @@ import (
 // its payload. It is not in the queue until AddJob; set its options with the job's setters
 // first.
 func (q *Queue) CreateJob(data any) *job.Job {
-	return job.New(q.store(), data, q.JobOptions())
+	j := job.New(data, q.JobOptions())
+	rdb.Attach(j, q.store())
+	return j
 }
 
 // The limits of one insert: RethinkDB refuses arrays of more than 100,000 elements and
@@ -70,10 +73,10 @@ func (q *Queue) AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error
 		if saved.Status == job.Created {
 			saved.Status = job.Waiting
 		}
-		e := job.NewLog(&saved, q.id, nil, job.MessageAdded, job.Information, job.Waiting)
-		saved.Log = job.AppendLog(append([]job.LogEntry(nil), j.Log...), e, q.cfg.limitJobLogs, job.TruncatedLog(&saved, q.id, q.cfg.limitJobLogs, job.Waiting))
+		e := rdb.NewLog(&saved, q.id, nil, job.MessageAdded, job.Information, job.Waiting)
+		saved.Log = rdb.AppendLog(append([]job.LogEntry(nil), j.Log...), e, q.cfg.limitJobLogs, rdb.TruncatedLog(&saved, q.id, q.cfg.limitJobLogs, job.Waiting))
 		logs[i] = saved.Log
-		docs[i] = saved.Document()
+		docs[i] = rdb.Document(&saved)
 		ids[i] = j.ID
 	}
 	pick := func(idx []int) ([]string, []any) {
@@ -106,7 +109,7 @@ func (q *Queue) AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error
 			continue
 		}
 		out[i] = j
-		j.Attach(q.store())
+		rdb.Attach(j, q.store())
 		if j.Status == job.Created {
 			j.Status = job.Waiting
 		}
@@ -172,7 +175,7 @@ func (q *Queue) putUnique(ctx context.Context, ids []string, docs []any, there m
 				continue
 			}
 			doc, _ := st["doc"].(map[string]any)
-			j, err := job.FromDocument(q.store(), doc)
+			j, err := rdb.FromDocument(q.store(), doc)
 			if err != nil {
 				return fmt.Errorf("the job already there for a unique key: %w", err)
 			}

@@ -7,6 +7,7 @@ import (
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -172,15 +173,10 @@ func (q *Queue) updateAll(ctx context.Context, what string, ids []string, update
 // (a time.Time, or r.Now() for the server's clock), and the truncation entry that goes
 // with it.
 func (q *Queue) rowLog(row r.Term, date any, message string, status job.Status, noData bool) (entry, trunc r.Term) {
-	stamps := map[string]any{"date": date, "retryCount": row.Field("retryCount"), "processCount": row.Field("processCount")}
-	stamp := func(e job.LogEntry) r.Term {
-		return r.Expr(e.Document()).Merge(stamps)
-	}
-	var none job.Job
-	e := job.NewLog(&none, q.id, nil, message, job.Information, status)
-	if noData {
-		e = e.WithoutData()
-	}
-	return stamp(e),
-		stamp(job.TruncatedLog(&none, q.id, q.cfg.limitJobLogs, status))
+	return rdb.RowLog(q.id, q.cfg.limitJobLogs, message, rdb.Stamps{
+		Date:         date,
+		Status:       string(status),
+		RetryCount:   row.Field("retryCount"),
+		ProcessCount: row.Field("processCount"),
+	}, noData)
 }

@@ -12,6 +12,7 @@ import (
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
 	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -157,7 +158,7 @@ func (q *Queue) readCandidates(ctx context.Context, n int, skip []string) (candi
 }
 
 // claimable reads a candidate as a job, or says why it cannot be processed: every field
-// this library reads must have a type it can read (job.FromDocument), and the counters and
+// this library reads must have a type it can read (rdb.FromDocument), and the counters and
 // durations the claim and the outcome compute with must be there. A document that fails
 // (written by hand or by another tool) is never claimed, so it cannot block the jobs
 // behind it.
@@ -170,7 +171,7 @@ func (q *Queue) claimable(doc map[string]any) (*job.Job, error) {
 	if _, ok := doc["log"].([]any); !ok {
 		return nil, fmt.Errorf("%w: field \"log\" is %T, not an array", job.ErrInvalidDocument, doc["log"])
 	}
-	return job.FromDocument(q.store(), doc)
+	return rdb.FromDocument(q.store(), doc)
 }
 
 // claimSpec is what the write needs to claim one candidate: the values it was read with,
@@ -178,7 +179,7 @@ func (q *Queue) claimable(doc map[string]any) (*job.Job, error) {
 // cancelled by anyone since is left alone), and the fields it then sets.
 func (q *Queue) claimSpec(j *job.Job, now time.Time) map[string]any {
 	claimed := *j
-	entry := job.NewLog(&claimed, q.id, nil, job.MessageActive, job.Information, job.Active).WithoutData()
+	entry := rdb.WithoutData(rdb.NewLog(&claimed, q.id, nil, job.MessageActive, job.Information, job.Active))
 	entry.Date = now
 	return map[string]any{
 		"claim":  true,
@@ -192,8 +193,8 @@ func (q *Queue) claimSpec(j *job.Job, now time.Time) map[string]any {
 			"queueId":      q.id,
 			"processCount": j.ProcessCount + 1,
 		},
-		"entry": entry.Document(),
-		"trunc": job.TruncatedLog(&claimed, q.id, q.cfg.limitJobLogs, job.Active).Document(),
+		"entry": rdb.LogDocument(entry),
+		"trunc": rdb.LogDocument(rdb.TruncatedLog(&claimed, q.id, q.cfg.limitJobLogs, job.Active)),
 	}
 }
 

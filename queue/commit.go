@@ -7,6 +7,7 @@ import (
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -264,7 +265,7 @@ func (p *processor) decodeClaimed(res commitResult) []*job.Job {
 	jobs := make([]*job.Job, 0, len(res.Claimed))
 	keys := make(map[string]claimKey, len(res.Claimed))
 	for _, c := range res.Claimed {
-		j, err := job.FromDocument(q.store(), c.Job)
+		j, err := rdb.FromDocument(q.store(), c.Job)
 		if err != nil {
 			id, _ := c.Job["id"].(string)
 			p.report(id, fmt.Errorf("queue %s: claimed job %s cannot be read; it is left active for the review: %w", q.cfg.name, id, err))
@@ -303,7 +304,7 @@ func (p *processor) adopt(docs []map[string]any) {
 	}
 	p.mu.Unlock()
 	for _, doc := range docs {
-		j, err := job.FromDocument(q.store(), doc)
+		j, err := rdb.FromDocument(q.store(), doc)
 		if err != nil || running[j.ID] {
 			continue
 		}

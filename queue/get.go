@@ -6,6 +6,7 @@ import (
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -49,7 +50,7 @@ func (q *Queue) readJobs(ctx context.Context, term r.Term) ([]*job.Job, error) {
 	}
 	jobs := make([]*job.Job, len(docs))
 	for i, doc := range docs {
-		j, err := job.FromDocument(q.store(), doc)
+		j, err := rdb.FromDocument(q.store(), doc)
 		if err != nil {
 			return nil, err
 		}

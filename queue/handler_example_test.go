@@ -16,7 +16,7 @@ func ExampleHandlerFor() {
 		return "sent to " + m.To, nil
 	})
 	// A queue calls h with each claimed job; called here directly.
-	res, err := h(context.Background(), job.New(nil, map[string]any{"to": "ann@example.com"}, job.Options{}))
+	res, err := h(context.Background(), job.New(map[string]any{"to": "ann@example.com"}, job.Options{}))
 	fmt.Println(res, err)
 	// Output: sent to ann@example.com <nil>
 }
@@ -31,7 +31,7 @@ func ExampleMiddleware() {
 	}
 	// Options{Middleware: []queue.Middleware{logged}} wraps the handler given to Process.
 	h := logged(func(context.Context, *job.Job) (any, error) { fmt.Println("work"); return nil, nil })
-	_, _ = h(context.Background(), job.New(nil, nil, job.Options{Name: "report"}))
+	_, _ = h(context.Background(), job.New(nil, job.Options{Name: "report"}))
 	// Output:
 	// start report
 	// work

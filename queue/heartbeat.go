@@ -8,6 +8,7 @@ import (
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
 	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -32,16 +33,13 @@ const leaseMargin = time.Second
 func (c config) heartbeatLease() time.Duration { return c.heartbeat + leaseMargin }
 
 // leaseEnd is when a run of j that starts (or renews, or reports progress) at now may be
-// taken for a crashed one: with heartbeats on, one lease period on (never later than the
-// original's lease); else the original's, now + timeout + retryDelay × retryCount.
+// taken for a crashed one (see rdb.LeaseEnd).
 func (q *Queue) leaseEnd(j *job.Job, now time.Time) time.Time {
-	end := now.Add(j.Timeout + time.Duration(j.RetryCount)*j.RetryDelay)
+	var hb time.Duration
 	if q.cfg.heartbeats() {
-		if short := now.Add(q.cfg.heartbeatLease()); short.Before(end) {
-			return short
-		}
+		hb = q.cfg.heartbeatLease()
 	}
-	return end
+	return rdb.LeaseEnd(j, now, hb)
 }
 
 // workersTable is the side table of the queue's workers, which the Node.js library never
@@ -144,13 +142,10 @@ func (q *Queue) Workers(ctx context.Context) ([]Worker, error) {
 		Running     int       `rethinkdb:"running"`
 		Concurrency int       `rethinkdb:"concurrency"`
 	}
-	if err := q.readAll(ctx, q.workersTable().Filter(func(w r.Term) r.Term { return stale(w).Not() }).OrderBy("id"), &docs); err != nil {
-		if noTable(err) {
-			return nil, nil
-		}
+	if err := q.readSide(ctx, q.workersTable(), q.workersTable().Filter(func(w r.Term) r.Term { return stale(w).Not() }).OrderBy("id"), &docs); err != nil {
 		return nil, fmt.Errorf("queue %s: list workers: %w", q.cfg.name, err)
 	}
-	if _, err := q.write(ctx, q.workersTable().Filter(stale).Delete()); err != nil {
+	if _, err := q.write(ctx, q.workersTable().Filter(stale).Delete()); err != nil && !noTable(err) {
 		q.log.Info("pruning dead workers failed", "err", err)
 	}
 	out := make([]Worker, len(docs))

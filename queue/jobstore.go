@@ -8,25 +8,27 @@ import (
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
 // jobStore saves jobs for their own methods (Update, AddLog, UpdateProgress); it is how
-// package job reaches the queue without importing it.
+// package job reaches the queue without importing it (rdb.Attach gives it to a job).
 type jobStore struct{ q *Queue }
 
 func (q *Queue) store() jobStore { return jobStore{q} }
 
-// QueueID implements job.Store.
+// QueueID is the id stamped on the jobs the store saves.
 func (s jobStore) QueueID() string { return s.q.id }
 
-// UpdateJob implements job.Store. One replace writes the job and appends e with the
-// replaced values as its data, so the old values and the new ones cannot interleave with
-// another writer's.
-func (s jobStore) UpdateJob(ctx context.Context, j *job.Job, e job.LogEntry) error {
+// SaveJob saves j for Job.Update. One replace writes the job and appends the entry "Job
+// updated" with the replaced values as its data, so the old values and the new ones
+// cannot interleave with another writer's.
+func (s jobStore) SaveJob(ctx context.Context, j *job.Job) error {
 	if err := s.q.beginJob(ctx); err != nil {
 		return err
 	}
+	e := rdb.NewLog(j, s.q.id, nil, job.MessageUpdated, job.Information, "")
 	return s.q.updateJob(ctx, j, e, 0)
 }
 
@@ -39,16 +41,16 @@ var errNotOwned = errors.New("the job changed elsewhere while it ran")
 // (errNotOwned otherwise).
 func (q *Queue) updateJob(ctx context.Context, j *job.Job, e job.LogEntry, owner int) error {
 	j.QueueID = q.id
-	doc := j.Document()
-	trunc := job.TruncatedLog(j, q.id, q.cfg.limitJobLogs, j.Status)
+	doc := rdb.Document(j)
+	trunc := rdb.TruncatedLog(j, q.id, q.cfg.limitJobLogs, j.Status)
 	term := q.table().Get(j.ID).Replace(func(old r.Term) any {
-		entry := r.Expr(e.Document()).Merge(map[string]any{"data": old.Without("log")})
+		entry := r.Expr(rdb.LogDocument(e)).Merge(map[string]any{"data": old.Without("log")})
 		owned := r.Expr(true)
 		if owner > 0 {
 			owned = ownedBy(old, owner)
 		}
 		return r.Branch(old.Eq(nil), nil,
-			owned, r.Expr(doc).Merge(map[string]any{"log": q.appendLog(r.Expr(doc["log"]), entry, trunc.Document())}),
+			owned, r.Expr(doc).Merge(map[string]any{"log": q.appendLog(r.Expr(doc["log"]), entry, rdb.LogDocument(trunc))}),
 			old)
 	}, r.ReplaceOpts{ReturnChanges: true})
 	res, err := q.write(ctx, term)
@@ -68,15 +70,16 @@ func (q *Queue) updateJob(ctx context.Context, j *job.Job, e job.LogEntry, owner
 	return nil
 }
 
-// AddLog implements job.Store.
-func (s jobStore) AddLog(ctx context.Context, j *job.Job, e job.LogEntry) error {
+// SaveLog appends a log entry for Job.AddLog.
+func (s jobStore) SaveLog(ctx context.Context, j *job.Job, data any, message string, typ job.LogType, status job.Status) error {
 	q := s.q
 	if err := q.beginJob(ctx); err != nil {
 		return err
 	}
-	trunc := job.TruncatedLog(j, q.id, q.cfg.limitJobLogs, e.Status)
+	e := rdb.NewLog(j, q.id, data, message, typ, status)
+	trunc := rdb.TruncatedLog(j, q.id, q.cfg.limitJobLogs, e.Status)
 	res, err := q.write(ctx, q.table().Get(j.ID).Update(func(row r.Term) any {
-		return map[string]any{"log": q.appendLog(row.Field("log"), e.Document(), trunc.Document()), "queueId": q.id}
+		return map[string]any{"log": q.appendLog(row.Field("log"), rdb.LogDocument(e), rdb.LogDocument(trunc)), "queueId": q.id}
 	}))
 	if err != nil {
 		return fmt.Errorf("queue %s: add log to job %s: %w", q.cfg.name, j.ID, err)
@@ -85,16 +88,16 @@ func (s jobStore) AddLog(ctx context.Context, j *job.Job, e job.LogEntry) error 
 		return fmt.Errorf("%w: %s", job.ErrNotFound, j.ID)
 	}
 	j.QueueID = q.id
-	j.Log = job.AppendLog(j.Log, e, q.cfg.limitJobLogs, trunc)
+	j.Log = rdb.AppendLog(j.Log, e, q.cfg.limitJobLogs, trunc)
 	q.emit(Event{Type: EventLog, JobID: j.ID})
 	return nil
 }
 
-// UpdateProgress implements job.Store. The job must be active in the database too, in the
+// SaveProgress stores progress for Job.UpdateProgress. The job must be active in the database too, in the
 // same run: a job cancelled, failed or claimed again elsewhere is left alone. Reports of a
 // job running here that come faster than progressInterval are coalesced: the call returns
 // at once, and the last value is written when the interval has passed.
-func (s jobStore) UpdateProgress(ctx context.Context, j *job.Job, percent float64) error {
+func (s jobStore) SaveProgress(ctx context.Context, j *job.Job, percent float64) error {
 	q := s.q
 	if err := q.beginJob(ctx); err != nil {
 		return err
@@ -112,15 +115,15 @@ func (s jobStore) UpdateProgress(ctx context.Context, j *job.Job, percent float6
 // With refresh, j is updated to the stored job; a trailing write runs beside the handler,
 // which owns j, and leaves it alone.
 func (q *Queue) writeProgress(ctx context.Context, j *job.Job, percent float64, refresh bool) error {
-	e := job.NewLog(j, q.id, nil, job.MessageProgress, job.Information, job.Active)
-	trunc := job.TruncatedLog(j, q.id, q.cfg.limitJobLogs, job.Active)
+	e := rdb.NewLog(j, q.id, nil, job.MessageProgress, job.Information, job.Active)
+	trunc := rdb.TruncatedLog(j, q.id, q.cfg.limitJobLogs, job.Active)
 	term := q.table().Get(j.ID).Update(func(row r.Term) any {
-		entry := r.Expr(e.Document()).Merge(map[string]any{"data": row.Field("progress")})
+		entry := r.Expr(rdb.LogDocument(e)).Merge(map[string]any{"data": row.Field("progress")})
 		return r.Branch(ownedBy(row, j.ProcessCount), map[string]any{
 			"queueId":    q.id,
 			"progress":   percent,
 			"dateEnable": q.leaseEnd(j, time.Now().UTC().Truncate(time.Millisecond)),
-			"log":        q.appendLog(row.Field("log"), entry, trunc.Document()),
+			"log":        q.appendLog(row.Field("log"), entry, rdb.LogDocument(trunc)),
 		}, map[string]any{})
 	}, r.UpdateOpts{ReturnChanges: true})
 	res, err := q.write(ctx, term)
@@ -159,7 +162,7 @@ func (q *Queue) refresh(j *job.Job, res writeResult) error {
 	if !ok {
 		return fmt.Errorf("%w: %s", job.ErrNotFound, j.ID)
 	}
-	stored, err := job.FromDocument(q.store(), doc)
+	stored, err := rdb.FromDocument(q.store(), doc)
 	if err != nil {
 		return fmt.Errorf("queue %s: read back job %s: %w", q.cfg.name, j.ID, err)
 	}

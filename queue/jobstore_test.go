@@ -60,7 +60,7 @@ func TestJobUpdateBadInputWritesNothing(t *testing.T) {
 	invalid.Progress = -1
 	assert.ErrorIs(t, invalid.Update(ctx), job.ErrInvalid)
 	assert.ErrorIs(t, f.q.CreateJob(1).Update(ctx), job.ErrNotAdded)
-	assert.ErrorIs(t, job.New(nil, 1, job.DefaultOptions()).Update(ctx), job.ErrDetached)
+	assert.ErrorIs(t, job.New(1, job.DefaultOptions()).Update(ctx), job.ErrDetached)
 	assert.Equal(t, before, f.rawDoc(t, j.ID))
 
 	gone := f.get(t, j.ID)

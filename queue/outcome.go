@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -18,7 +19,7 @@ func (p *processor) finish(rn *run, result any, err error) {
 		// handler meant something, but not a success it never returned.
 		p.failed(rn, fmt.Errorf("handler returned a nil %T as its error", err))
 	case err != nil:
-		if reason, ok := job.CancelReason(err); ok {
+		if reason, ok := cancelReason(err); ok {
 			p.cancelledByHandler(rn, reason)
 			return
 		}
@@ -72,14 +73,14 @@ type outcome struct {
 // repeat. A result that cannot be stored is left out of the log entry, which says why.
 func (p *processor) completed(rn *run, result any) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	t := job.AfterSuccess(&rn.claimed, now)
+	t := rdb.AfterSuccess(&rn.claimed, now)
 	message := job.MessageCompleted
 	if err := job.CheckValue(result); err != nil {
 		p.q.log.WarnContext(rn.ctx, "a handler's result cannot be stored; the job completes without it", "job", rn.claimed.ID, "err", err)
 		result, message = nil, job.MessageCompleted+" (its result was not stored: "+err.Error()+")"
 	}
-	entry := job.NewLog(&rn.claimed, p.q.id, result, message, t.LogType, t.Status).
-		WithDuration(runTime(rn.claimed, now))
+	entry := rdb.WithDuration(rdb.NewLog(&rn.claimed, p.q.id, result, message, t.LogType, t.Status),
+		runTime(rn.claimed, now))
 	event := EventCompleted
 	p.enqueue(p.transition(rn, t, entry, now, event))
 }
@@ -88,7 +89,7 @@ func (p *processor) completed(rn *run, result any) {
 // terminated.
 func (p *processor) failed(rn *run, err error) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	t := job.AfterFailure(&rn.claimed, now)
+	t := rdb.AfterFailure(&rn.claimed, now)
 	claimed := rn.claimed
 	claimed.RetryCount = t.RetryCount
 	message, stack := errorText(err), job.MessageNoErrorStack
@@ -100,9 +101,8 @@ func (p *processor) failed(rn *run, err error) {
 		message = job.MessageNoErrorMsg
 	}
 	data := map[string]any{"name": errorName(err), "message": message}
-	entry := job.NewLog(&claimed, p.q.id, data, job.MessageFailed, t.LogType, t.Status).
-		WithDuration(runTime(rn.claimed, now)).
-		WithError(message, stack)
+	entry := rdb.WithError(rdb.WithDuration(rdb.NewLog(&claimed, p.q.id, data, job.MessageFailed, t.LogType, t.Status),
+		runTime(rn.claimed, now)), message, stack)
 	p.q.log.InfoContext(rn.ctx, "job failed", "job", rn.claimed.ID, "err", message, "status", t.Status)
 	event := EventTerminated
 	if t.Retry || t.Repeating {
@@ -120,7 +120,7 @@ func (p *processor) failed(rn *run, err error) {
 }
 
 // transition is the outcome that applies t to the run's job.
-func (p *processor) transition(rn *run, t job.Transition, entry job.LogEntry, now time.Time, event EventType) *outcome {
+func (p *processor) transition(rn *run, t rdb.Transition, entry job.LogEntry, now time.Time, event EventType) *outcome {
 	return &outcome{
 		rn: rn,
 		set: map[string]any{
@@ -131,8 +131,8 @@ func (p *processor) transition(rn *run, t job.Transition, entry job.LogEntry, no
 			"progress":     t.Progress,
 			"queueId":      p.q.id,
 		},
-		entry:     entry.Document(),
-		trunc:     job.TruncatedLog(&rn.claimed, p.q.id, p.q.cfg.limitJobLogs, t.Status).Document(),
+		entry:     rdb.LogDocument(entry),
+		trunc:     rdb.LogDocument(rdb.TruncatedLog(&rn.claimed, p.q.id, p.q.cfg.limitJobLogs, t.Status)),
 		stamp:     now,
 		event:     event,
 		repeating: t.Repeating,
@@ -143,7 +143,7 @@ func (p *processor) transition(rn *run, t job.Transition, entry job.LogEntry, no
 // cancelledByHandler cancels a job whose handler returned job.Cancel(reason).
 func (p *processor) cancelledByHandler(rn *run, reason string) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	entry := job.NewLog(&rn.claimed, p.q.id, nil, reason, job.Information, job.Cancelled).WithoutData()
+	entry := rdb.WithoutData(rdb.NewLog(&rn.claimed, p.q.id, nil, reason, job.Information, job.Cancelled))
 	entry.Date = now
 	p.enqueue(&outcome{
 		rn: rn,
@@ -152,8 +152,8 @@ func (p *processor) cancelledByHandler(rn *run, reason string) {
 			"dateFinished": now,
 			"queueId":      p.q.id,
 		},
-		entry:    entry.Document(),
-		trunc:    job.TruncatedLog(&rn.claimed, p.q.id, p.q.cfg.limitJobLogs, job.Cancelled).Document(),
+		entry:    rdb.LogDocument(entry),
+		trunc:    rdb.LogDocument(rdb.TruncatedLog(&rn.claimed, p.q.id, p.q.cfg.limitJobLogs, job.Cancelled)),
 		stamp:    now,
 		event:    EventCancelled,
 		finished: true,
@@ -198,8 +198,8 @@ func (p *processor) passBack(rn *run) {
 		p.failed(rn, fmt.Errorf("the job passed back is not valid: %w", err))
 		return
 	}
-	j.Log = append(j.Log, job.NewLog(j, q.id, map[string]any{}, job.MessagePassBack, job.Information, ""))
-	e := job.NewLog(j, q.id, nil, job.MessageUpdated, job.Information, "")
+	j.Log = append(j.Log, rdb.NewLog(j, q.id, map[string]any{}, job.MessagePassBack, job.Information, ""))
+	e := rdb.NewLog(j, q.id, nil, job.MessageUpdated, job.Information, "")
 	switch err := q.updateJob(p.hard, j, e, rn.claimed.ProcessCount); {
 	case errors.Is(err, errNotOwned):
 		q.log.Info("job changed elsewhere while it ran; it is not passed back", "job", j.ID)
@@ -222,4 +222,17 @@ func (p *processor) terminatedHook(j *job.Job, err error) {
 		}()
 		p.q.cfg.onTerminated(j, err)
 	}()
+}
+
+// cancelReason returns the log message of a handler's cancel when err is one: the reason
+// given to job.Cancel, or the original's message for an error that only wraps job.ErrCancel.
+func cancelReason(err error) (reason string, ok bool) {
+	var c interface{ CancelReason() string }
+	if errors.As(err, &c) {
+		return c.CancelReason(), true
+	}
+	if errors.Is(err, job.ErrCancel) {
+		return job.MessageCancel, true
+	}
+	return "", false
 }

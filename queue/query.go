@@ -7,6 +7,7 @@ import (
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
 	"github.com/rjqgo/rethinkdb-job-queue/internal/dberr"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -131,5 +132,5 @@ func parseIDs(ids []string) ([]string, error) {
 
 // appendLog appends entry to a log term under the queue's log limit.
 func (q *Queue) appendLog(log r.Term, entry, trunc any) r.Term {
-	return job.AppendLogTerm(log, entry, trunc, q.cfg.limitJobLogs)
+	return rdb.AppendLogTerm(log, entry, trunc, q.cfg.limitJobLogs)
 }

@@ -11,6 +11,7 @@ import (
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
 	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/dberr"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -125,10 +126,7 @@ func (q *Queue) Schedules(ctx context.Context) ([]Schedule, error) {
 		Spec string    `rethinkdb:"spec"`
 		Next time.Time `rethinkdb:"next"`
 	}
-	if err := q.readAll(ctx, q.schedulesTable().OrderBy("id").Pluck("id", "spec", "next"), &docs); err != nil {
-		if noTable(err) {
-			return nil, nil
-		}
+	if err := q.readSide(ctx, q.schedulesTable(), q.schedulesTable().OrderBy("id").Pluck("id", "spec", "next"), &docs); err != nil {
 		return nil, fmt.Errorf("queue %s: list schedules: %w", q.cfg.name, err)
 	}
 	out := make([]Schedule, len(docs))
@@ -151,6 +149,28 @@ func (q *Queue) assertSchedules(ctx context.Context) error {
 // noTable tells the error of a side table (schedules, workers) that was never made.
 func noTable(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "does not exist")
+}
+
+// sideTableWait bounds the wait for a side table that another process has just created.
+const sideTableWait = 10 * time.Second
+
+// readSide reads term, a read of the side table tbl, into dst. A side table is made by
+// the first queue that needs it, so a reader may find it missing (dst is left empty) or
+// made a moment ago and not ready for reads yet on a real server (it waits for the table,
+// then reads once more).
+func (q *Queue) readSide(ctx context.Context, tbl, term r.Term, dst any) error {
+	err := q.readAll(ctx, term, dst)
+	if noTable(err) {
+		return nil
+	}
+	if !dberr.Transient(err) || ctx.Err() != nil {
+		return err
+	}
+	var ready any
+	if werr := q.readOne(ctx, tbl.Wait(r.WaitOpts{Timeout: sideTableWait.Seconds()}), &ready); werr != nil {
+		return errors.Join(err, werr)
+	}
+	return q.readAll(ctx, term, dst)
 }
 
 // scheduleOptions are job options as a schedule stores them, durations in milliseconds.
@@ -232,11 +252,8 @@ func (q *Queue) reviewExpired(ctx context.Context) {
 // compare-and-set on the fire time, so no run is skipped or moved twice.
 func (q *Queue) fireDue(ctx context.Context) error {
 	var due []storedSchedule
-	err := q.readAll(ctx, q.schedulesTable().Filter(func(s r.Term) r.Term { return s.Field("next").Le(r.Now()) }), &due)
+	err := q.readSide(ctx, q.schedulesTable(), q.schedulesTable().Filter(func(s r.Term) r.Term { return s.Field("next").Le(r.Now()) }), &due)
 	if err != nil {
-		if noTable(err) {
-			return nil
-		}
 		return err
 	}
 	var errs []error
@@ -251,7 +268,7 @@ func (q *Queue) fire(ctx context.Context, s storedSchedule) error {
 	if err != nil {
 		return fmt.Errorf("schedule %q: %w", s.Name, err)
 	}
-	j := job.New(q.store(), s.Data, s.options())
+	j := job.New(s.Data, s.options())
 	j.ID = job.UniqueID("rjq-schedule/" + s.Name + "/" + s.Next.UTC().Format(time.RFC3339Nano))
 	if _, err := q.AddJob(ctx, j); err != nil && !errors.Is(err, job.ErrExists) {
 		return fmt.Errorf("schedule %q: enqueue the run of %s: %w", s.Name, s.Next.Format(time.RFC3339), err)

@@ -8,6 +8,7 @@ import (
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
 	"github.com/rjqgo/rethinkdb-job-queue/internal/dberr"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -50,7 +51,7 @@ func (q *Queue) Wait(ctx context.Context, id string) (*job.Job, error) {
 		if !job.Status(status).Finished() {
 			continue
 		}
-		j, err := job.FromDocument(q.store(), doc)
+		j, err := rdb.FromDocument(q.store(), doc)
 		if err != nil {
 			return nil, fmt.Errorf("queue %s: wait for job %s: %w", q.cfg.name, ids[0], err)
 		}

@@ -1,6 +1,8 @@
-package job
+package rdb
 
 import (
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+
 	"testing"
 	"time"
 
@@ -11,19 +13,19 @@ import (
 func TestLogMessagesVerbatim(t *testing.T) {
 	// enums.js of the original library
 	want := map[string]string{
-		MessageAdded:         "Job added to the queue",
-		MessageActive:        "Job retrieved and active",
-		MessageCompleted:     "completed", // job-completed.js passes the status name
-		MessageFailed:        "Job processing failed",
-		MessageCancel:        "Job cancelled by Queue process handler",
-		MessageSeeLogData:    "See the data attached to this log entry",
-		MessageUpdated:       "Job updated. Old values in log data",
-		MessagePassBack:      "Job has not been processed to completion and is being placed back into the queue",
-		MessageProgress:      "Job progress updated. Old value in log data",
-		MessageReanimated:    "Job has been reanimated",
-		MessageLogsTruncated: "Job logs have been truncated",
-		MessageNoErrorStack:  "The error has no stack detail",
-		MessageNoErrorMsg:    "The error has no message",
+		job.MessageAdded:         "Job added to the queue",
+		job.MessageActive:        "Job retrieved and active",
+		job.MessageCompleted:     "completed", // job-completed.js passes the status name
+		job.MessageFailed:        "Job processing failed",
+		job.MessageCancel:        "Job cancelled by Queue process handler",
+		job.MessageSeeLogData:    "See the data attached to this log entry",
+		job.MessageUpdated:       "Job updated. Old values in log data",
+		job.MessagePassBack:      "Job has not been processed to completion and is being placed back into the queue",
+		job.MessageProgress:      "Job progress updated. Old value in log data",
+		job.MessageReanimated:    "Job has been reanimated",
+		job.MessageLogsTruncated: "Job logs have been truncated",
+		job.MessageNoErrorStack:  "The error has no stack detail",
+		job.MessageNoErrorMsg:    "The error has no message",
 	}
 	for got, w := range want {
 		assert.Equal(t, w, got)
@@ -31,8 +33,8 @@ func TestLogMessagesVerbatim(t *testing.T) {
 }
 
 func TestNewLog(t *testing.T) {
-	j := New(nil, nil, DefaultOptions())
-	j.Status = Active
+	j := job.New(nil, job.DefaultOptions())
+	j.Status = job.Active
 	j.RetryCount = 1
 	j.ProcessCount = 2
 
@@ -40,16 +42,16 @@ func TestNewLog(t *testing.T) {
 		name     string
 		data     any
 		message  string
-		typ      LogType
-		status   Status
+		typ      job.LogType
+		status   job.Status
 		wantMsg  string
-		wantType LogType
-		wantStat Status
+		wantType job.LogType
+		wantStat job.Status
 	}{
-		{"defaults", nil, "", "", "", MessageSeeLogData, Information, Active},
-		{"given", "d", "msg", Error, Failed, "msg", Error, Failed},
-		{"only type", 1, "", Warning, "", MessageSeeLogData, Warning, Active},
-		{"only status", nil, "", "", Completed, MessageSeeLogData, Information, Completed},
+		{"defaults", nil, "", "", "", job.MessageSeeLogData, job.Information, job.Active},
+		{"given", "d", "msg", job.Error, job.Failed, "msg", job.Error, job.Failed},
+		{"only type", 1, "", job.Warning, "", job.MessageSeeLogData, job.Warning, job.Active},
+		{"only status", nil, "", "", job.Completed, job.MessageSeeLogData, job.Information, job.Completed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -68,7 +70,7 @@ func TestNewLog(t *testing.T) {
 			assertMillisUTC(t, e.Date)
 			assert.False(t, e.Date.Before(before.Truncate(time.Millisecond)))
 			assert.False(t, e.Date.After(time.Now()))
-			doc := e.Document()
+			doc := LogDocument(e)
 			assert.NotContains(t, doc, "duration")
 			assert.NotContains(t, doc, "errorMessage")
 			assert.NotContains(t, doc, "errorStack")
@@ -77,37 +79,37 @@ func TestNewLog(t *testing.T) {
 }
 
 func TestTruncatedLog(t *testing.T) {
-	j := New(nil, nil, DefaultOptions())
-	j.Status = Active
+	j := job.New(nil, job.DefaultOptions())
+	j.Status = job.Active
 	tests := []struct {
 		limit  int
-		status Status
+		status job.Status
 		data   string
-		want   Status
+		want   job.Status
 	}{
-		{1000, Completed, "Retaining 1000 log entries", Completed},
-		{3, Failed, "Retaining 3 log entries", Failed},
-		{1, "", "Retaining 1 log entries", Active},
+		{1000, job.Completed, "Retaining 1000 log entries", job.Completed},
+		{3, job.Failed, "Retaining 3 log entries", job.Failed},
+		{1, "", "Retaining 1 log entries", job.Active},
 	}
 	for _, tt := range tests {
 		e := TruncatedLog(j, "qid", tt.limit, tt.status)
 		assert.Equal(t, tt.data, e.Data)
-		assert.Equal(t, MessageLogsTruncated, e.Message)
-		assert.Equal(t, Information, e.Type)
+		assert.Equal(t, job.MessageLogsTruncated, e.Message)
+		assert.Equal(t, job.Information, e.Type)
 		assert.Equal(t, tt.want, e.Status)
 		assert.Equal(t, "qid", e.QueueID)
 	}
 }
 
-func entries(msgs ...string) []LogEntry {
-	log := make([]LogEntry, len(msgs))
+func entries(msgs ...string) []job.LogEntry {
+	log := make([]job.LogEntry, len(msgs))
 	for i, m := range msgs {
-		log[i] = LogEntry{Message: m}
+		log[i] = job.LogEntry{Message: m}
 	}
 	return log
 }
 
-func messages(log []LogEntry) []string {
+func messages(log []job.LogEntry) []string {
 	out := make([]string, len(log))
 	for i, e := range log {
 		out[i] = e.Message
@@ -116,8 +118,8 @@ func messages(log []LogEntry) []string {
 }
 
 func TestAppendLog(t *testing.T) {
-	e := LogEntry{Message: "e"}
-	trunc := LogEntry{Message: "t"}
+	e := job.LogEntry{Message: "e"}
+	trunc := job.LogEntry{Message: "t"}
 	tests := []struct {
 		name  string
 		log   []string
@@ -158,10 +160,10 @@ func nilIfEmpty(s []string) []string {
 }
 
 func TestAppendLogRepeatedKeepsNewest(t *testing.T) {
-	var log []LogEntry
+	var log []job.LogEntry
 	const limit = 5
 	for i := range 20 {
-		log = AppendLog(log, LogEntry{Message: "e", RetryCount: i}, limit, LogEntry{Message: "t", RetryCount: i})
+		log = AppendLog(log, job.LogEntry{Message: "e", RetryCount: i}, limit, job.LogEntry{Message: "t", RetryCount: i})
 		require.LessOrEqual(t, len(log), limit)
 	}
 	last := log[len(log)-1]
@@ -177,25 +179,25 @@ func TestGetLastLog(t *testing.T) {
 	t3 := t1.Add(time.Minute)
 	tests := []struct {
 		name string
-		log  []LogEntry
+		log  []job.LogEntry
 		want string // "" → nil
 	}{
 		{"nil log", nil, ""},
-		{"empty log", []LogEntry{}, ""},
-		{"one", []LogEntry{{Date: t1, Message: "a"}}, "a"},
-		{"in order", []LogEntry{{Date: t1, Message: "a"}, {Date: t2, Message: "b"}, {Date: t3, Message: "c"}}, "c"},
-		{"newest first", []LogEntry{{Date: t3, Message: "c"}, {Date: t2, Message: "b"}, {Date: t1, Message: "a"}}, "c"},
-		{"newest in the middle", []LogEntry{{Date: t2, Message: "b"}, {Date: t3, Message: "c"}, {Date: t1, Message: "a"}}, "c"},
-		{"equal dates: the later entry", []LogEntry{{Date: t2, Message: "first"}, {Date: t2, Message: "second"}}, "second"},
-		{"equal newest after older", []LogEntry{{Date: t3, Message: "x"}, {Date: t1, Message: "a"}, {Date: t3, Message: "y"}}, "y"},
-		{"different zones compared as instants", []LogEntry{
+		{"empty log", []job.LogEntry{}, ""},
+		{"one", []job.LogEntry{{Date: t1, Message: "a"}}, "a"},
+		{"in order", []job.LogEntry{{Date: t1, Message: "a"}, {Date: t2, Message: "b"}, {Date: t3, Message: "c"}}, "c"},
+		{"newest first", []job.LogEntry{{Date: t3, Message: "c"}, {Date: t2, Message: "b"}, {Date: t1, Message: "a"}}, "c"},
+		{"newest in the middle", []job.LogEntry{{Date: t2, Message: "b"}, {Date: t3, Message: "c"}, {Date: t1, Message: "a"}}, "c"},
+		{"equal dates: the later entry", []job.LogEntry{{Date: t2, Message: "first"}, {Date: t2, Message: "second"}}, "second"},
+		{"equal newest after older", []job.LogEntry{{Date: t3, Message: "x"}, {Date: t1, Message: "a"}, {Date: t3, Message: "y"}}, "y"},
+		{"different zones compared as instants", []job.LogEntry{
 			{Date: t3.In(time.FixedZone("+05:00", 5*3600)), Message: "newest"},
 			{Date: t2.In(time.FixedZone("-08:00", -8*3600)), Message: "older"},
 		}, "newest"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			j := &Job{Log: tt.log}
+			j := &job.Job{Log: tt.log}
 			got := j.GetLastLog()
 			if tt.want == "" {
 				assert.Nil(t, got)
@@ -208,22 +210,22 @@ func TestGetLastLog(t *testing.T) {
 }
 
 func TestLogEntryOptionalFields(t *testing.T) {
-	base := LogEntry{
+	base := job.LogEntry{
 		Date: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), QueueID: "q", Message: "m",
-		Type: Information, Status: Completed,
+		Type: job.Information, Status: job.Completed,
 	}
 	tests := []struct {
 		name  string
-		entry LogEntry
+		entry job.LogEntry
 		want  map[string]any // expected optional keys; absent keys must not be present
 	}{
 		{"none", base, map[string]any{}},
-		{"zero duration", base.WithDuration(0), map[string]any{"duration": int64(0)}},
-		{"duration in ms", base.WithDuration(1500*time.Millisecond + 999*time.Microsecond), map[string]any{"duration": int64(1500)}},
-		{"empty error", base.WithError("", ""), map[string]any{"errorMessage": "", "errorStack": ""}},
-		{"error", base.WithError("boom", "Error: boom\n    at x"), map[string]any{"errorMessage": "boom", "errorStack": "Error: boom\n    at x"}},
-		{"failure entry", base.WithDuration(0).WithError("", ""), map[string]any{"duration": int64(0), "errorMessage": "", "errorStack": ""}},
-		{"fields set directly", func() LogEntry {
+		{"zero duration", WithDuration(base, 0), map[string]any{"duration": int64(0)}},
+		{"duration in ms", WithDuration(base, 1500*time.Millisecond+999*time.Microsecond), map[string]any{"duration": int64(1500)}},
+		{"empty error", WithError(base, "", ""), map[string]any{"errorMessage": "", "errorStack": ""}},
+		{"error", WithError(base, "boom", "Error: boom\n    at x"), map[string]any{"errorMessage": "boom", "errorStack": "Error: boom\n    at x"}},
+		{"failure entry", WithError(WithDuration(base, 0), "", ""), map[string]any{"duration": int64(0), "errorMessage": "", "errorStack": ""}},
+		{"fields set directly", func() job.LogEntry {
 			e := base
 			e.Duration = 2 * time.Second
 			e.ErrorMessage = "m"
@@ -232,7 +234,7 @@ func TestLogEntryOptionalFields(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			doc := tt.entry.Document()
+			doc := LogDocument(tt.entry)
 			for _, k := range []string{"duration", "errorMessage", "errorStack"} {
 				if w, ok := tt.want[k]; ok {
 					assert.Contains(t, doc, k)
@@ -244,6 +246,12 @@ func TestLogEntryOptionalFields(t *testing.T) {
 		})
 	}
 	// With* do not modify the receiver
-	_ = base.WithDuration(time.Second)
-	assert.NotContains(t, base.Document(), "duration")
+	_ = WithDuration(base, time.Second)
+	assert.NotContains(t, LogDocument(base), "duration")
+}
+
+func assertMillisUTC(t *testing.T, tm time.Time) {
+	t.Helper()
+	assert.Equal(t, time.UTC, tm.Location())
+	assert.Equal(t, 0, tm.Nanosecond()%int(time.Millisecond))
 }

@@ -1,6 +1,10 @@
-package job
+package rdb
 
 import (
+	"context"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -120,7 +124,7 @@ func assertWritable(t *testing.T, path string, v any) {
 	}
 }
 
-func assertLogEntriesEqual(t *testing.T, want, got []LogEntry) {
+func assertLogEntriesEqual(t *testing.T, want, got []job.LogEntry) {
 	t.Helper()
 	require.Len(t, got, len(want))
 	for i := range want {
@@ -136,11 +140,11 @@ func assertLogEntriesEqual(t *testing.T, want, got []LogEntry) {
 		assert.Equal(t, w.Duration, g.Duration, "log[%d].Duration", i)
 		assert.Equal(t, w.ErrorMessage, g.ErrorMessage, "log[%d].ErrorMessage", i)
 		assert.Equal(t, w.ErrorStack, g.ErrorStack, "log[%d].ErrorStack", i)
-		assert.Equal(t, canon(w.Document()), canon(g.Document()), "log[%d].Document()", i)
+		assert.Equal(t, canon(LogDocument(w)), canon(LogDocument(g)), "log[%d].Document()", i)
 	}
 }
 
-func assertJobsEqual(t *testing.T, want, got *Job) {
+func assertJobsEqual(t *testing.T, want, got *job.Job) {
 	t.Helper()
 	require.NotNil(t, got)
 	assert.Equal(t, want.ID, got.ID, "ID")
@@ -167,11 +171,11 @@ func assertJobsEqual(t *testing.T, want, got *Job) {
 }
 
 // sampleJob is a job with every field set to a known value.
-func sampleJob() *Job {
-	return &Job{
+func sampleJob() *job.Job {
+	return &job.Job{
 		ID:           docTestID,
 		Name:         "report",
-		Priority:     Normal,
+		Priority:     job.Normal,
 		Timeout:      5 * time.Minute,
 		RetryDelay:   10*time.Minute + 700*time.Microsecond, // sub-ms part is dropped
 		RepeatDelay:  1500 * time.Millisecond,
@@ -180,14 +184,14 @@ func sampleJob() *Job {
 		ProcessCount: 2,
 		Repeat:       0,
 		Progress:     25.5,
-		Status:       Active,
-		Log: []LogEntry{{
+		Status:       job.Active,
+		Log: []job.LogEntry{{
 			Date:         time.Date(2024, 3, 1, 9, 0, 0, 124000000, time.UTC),
 			QueueID:      docTestQueueID,
-			Message:      MessageAdded,
+			Message:      job.MessageAdded,
 			Data:         map[string]any{},
-			Type:         Information,
-			Status:       Waiting,
+			Type:         job.Information,
+			Status:       job.Waiting,
 			RetryCount:   0,
 			ProcessCount: 0,
 		}},
@@ -234,7 +238,7 @@ func TestDocumentLiteral(t *testing.T) {
 		"data":         "x",
 		"extra":        1,
 	}
-	doc := j.Document()
+	doc := Document(j)
 	assert.Equal(t, want, doc)
 	assertWritable(t, "doc", doc)
 	// the exact key set, independent of value comparison
@@ -246,35 +250,35 @@ func TestDocumentVariants(t *testing.T) {
 	finished := time.Date(2024, 3, 1, 9, 7, 0, 0, time.UTC)
 	tests := []struct {
 		name   string
-		modify func(*Job)
+		modify func(*job.Job)
 		key    string
 		want   any
 		absent bool
 	}{
-		{"repeat 0 is false", func(j *Job) { j.Repeat = 0 }, "repeat", false, false},
-		{"repeat forever is true", func(j *Job) { j.Repeat = RepeatForever }, "repeat", true, false},
-		{"repeat n is n", func(j *Job) { j.Repeat = 3 }, "repeat", 3, false},
-		{"repeat 1 is 1, not true", func(j *Job) { j.Repeat = 1 }, "repeat", 1, false},
-		{"empty name is null", func(j *Job) { j.Name = "" }, "name", nil, false},
-		{"nil data is left out", func(j *Job) { j.Data = nil }, "data", nil, true},
-		{"zero data kept", func(j *Job) { j.Data = 0 }, "data", 0, false},
-		{"empty string data kept", func(j *Job) { j.Data = "" }, "data", "", false},
-		{"map data", func(j *Job) { j.Data = map[string]any{"a": 1} }, "data", map[string]any{"a": 1}, false},
-		{"zero dateStarted is null", func(j *Job) { j.DateStarted = time.Time{} }, "dateStarted", nil, false},
-		{"dateFinished", func(j *Job) { j.DateFinished = finished }, "dateFinished", finished, false},
-		{"priority highest", func(j *Job) { j.Priority = Highest }, "priority", 10, false},
-		{"priority lowest", func(j *Job) { j.Priority = Lowest }, "priority", 60, false},
-		{"Fields cannot override a job field", func(j *Job) { j.Fields = map[string]any{"status": "x"} }, "status", "active", false},
-		{"Fields cannot override data", func(j *Job) { j.Fields = map[string]any{"data": "y"} }, "data", "x", false},
-		{"no log is an empty array", func(j *Job) { j.Log = nil }, "log", []any{}, false},
-		{"progress", func(j *Job) { j.Progress = 100 }, "progress", 100.0, false},
-		{"zero durations", func(j *Job) { j.Timeout = 0 }, "timeout", int64(0), false},
+		{"repeat 0 is false", func(j *job.Job) { j.Repeat = 0 }, "repeat", false, false},
+		{"repeat forever is true", func(j *job.Job) { j.Repeat = job.RepeatForever }, "repeat", true, false},
+		{"repeat n is n", func(j *job.Job) { j.Repeat = 3 }, "repeat", 3, false},
+		{"repeat 1 is 1, not true", func(j *job.Job) { j.Repeat = 1 }, "repeat", 1, false},
+		{"empty name is null", func(j *job.Job) { j.Name = "" }, "name", nil, false},
+		{"nil data is left out", func(j *job.Job) { j.Data = nil }, "data", nil, true},
+		{"zero data kept", func(j *job.Job) { j.Data = 0 }, "data", 0, false},
+		{"empty string data kept", func(j *job.Job) { j.Data = "" }, "data", "", false},
+		{"map data", func(j *job.Job) { j.Data = map[string]any{"a": 1} }, "data", map[string]any{"a": 1}, false},
+		{"zero dateStarted is null", func(j *job.Job) { j.DateStarted = time.Time{} }, "dateStarted", nil, false},
+		{"dateFinished", func(j *job.Job) { j.DateFinished = finished }, "dateFinished", finished, false},
+		{"priority highest", func(j *job.Job) { j.Priority = job.Highest }, "priority", 10, false},
+		{"priority lowest", func(j *job.Job) { j.Priority = job.Lowest }, "priority", 60, false},
+		{"Fields cannot override a job field", func(j *job.Job) { j.Fields = map[string]any{"status": "x"} }, "status", "active", false},
+		{"Fields cannot override data", func(j *job.Job) { j.Fields = map[string]any{"data": "y"} }, "data", "x", false},
+		{"no log is an empty array", func(j *job.Job) { j.Log = nil }, "log", []any{}, false},
+		{"progress", func(j *job.Job) { j.Progress = 100 }, "progress", 100.0, false},
+		{"zero durations", func(j *job.Job) { j.Timeout = 0 }, "timeout", int64(0), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			j := sampleJob()
 			tt.modify(j)
-			doc := j.Document()
+			doc := Document(j)
 			if tt.absent {
 				assert.NotContains(t, doc, tt.key)
 				return
@@ -288,48 +292,48 @@ func TestDocumentVariants(t *testing.T) {
 
 func TestRepeatValue(t *testing.T) {
 	assert.Equal(t, false, RepeatValue(0))
-	assert.Equal(t, true, RepeatValue(RepeatForever))
+	assert.Equal(t, true, RepeatValue(job.RepeatForever))
 	assert.Equal(t, 5, RepeatValue(5))
 }
 
 // roundTripJobs are jobs whose every field survives Document → FromDocument (durations
 // in whole ms, times truncated to ms, UTC).
-func roundTripJobs() map[string]*Job {
-	base := func() *Job {
+func roundTripJobs() map[string]*job.Job {
+	base := func() *job.Job {
 		j := sampleJob()
 		j.RetryDelay = 10 * time.Minute
 		j.DateCreated = time.Date(2024, 3, 1, 9, 0, 0, 123000000, time.UTC)
 		return j
 	}
 	t0 := time.Date(2024, 3, 1, 9, 10, 0, 0, time.UTC)
-	out := map[string]*Job{"sample": base()}
+	out := map[string]*job.Job{"sample": base()}
 
 	j := base()
-	j.Repeat = RepeatForever
+	j.Repeat = job.RepeatForever
 	j.Name = ""
 	j.Data = nil
 	j.Fields = nil
-	j.Log = []LogEntry{}
+	j.Log = []job.LogEntry{}
 	j.DateStarted = time.Time{}
-	j.Status = Waiting
+	j.Status = job.Waiting
 	j.Progress = 0
 	out["minimal"] = j
 
 	j = base()
 	j.Repeat = 7
-	j.Status = Terminated
-	j.Priority = Highest
+	j.Status = job.Terminated
+	j.Priority = job.Highest
 	j.DateFinished = t0
 	j.Data = map[string]any{"to": "a@b.c", "n": 3, "nested": map[string]any{"when": t0, "list": []any{1, "two", true, nil}}}
 	j.Fields = map[string]any{"extra": 1, "customer": map[string]any{"id": "c1"}, "flag": false, "nothing": nil}
 	j.Log = append(j.Log,
-		NewLog(j, docTestQueueID, map[string]any{"k": "v"}, MessageActive, Information, Active),
-		LogEntry{Date: t0, QueueID: docTestQueueID, Message: MessageCompleted, Data: "done", Type: Information,
-			Status: Completed, RetryCount: 1, ProcessCount: 2}.WithDuration(0),
-		LogEntry{Date: t0, QueueID: docTestQueueID, Message: MessageFailed, Data: nil, Type: Error,
-			Status: Failed, RetryCount: 1, ProcessCount: 2}.WithDuration(2500*time.Millisecond).WithError("", ""),
-		LogEntry{Date: t0, QueueID: docTestQueueID, Message: MessageFailed, Data: nil, Type: Error,
-			Status: Terminated, RetryCount: 3, ProcessCount: 4}.WithDuration(time.Second).WithError("boom", "Error: boom\n    at f"),
+		NewLog(j, docTestQueueID, map[string]any{"k": "v"}, job.MessageActive, job.Information, job.Active),
+		WithDuration(job.LogEntry{Date: t0, QueueID: docTestQueueID, Message: job.MessageCompleted, Data: "done", Type: job.Information,
+			Status: job.Completed, RetryCount: 1, ProcessCount: 2}, 0),
+		WithError(WithDuration(job.LogEntry{Date: t0, QueueID: docTestQueueID, Message: job.MessageFailed, Data: nil, Type: job.Error,
+			Status: job.Failed, RetryCount: 1, ProcessCount: 2}, 2500*time.Millisecond), "", ""),
+		WithError(WithDuration(job.LogEntry{Date: t0, QueueID: docTestQueueID, Message: job.MessageFailed, Data: nil, Type: job.Error,
+			Status: job.Terminated, RetryCount: 3, ProcessCount: 4}, time.Second), "boom", "Error: boom\n    at f"),
 	)
 	out["full"] = j
 	return out
@@ -338,14 +342,14 @@ func roundTripJobs() map[string]*Job {
 func TestDocumentRoundTrip(t *testing.T) {
 	for name, j := range roundTripJobs() {
 		t.Run(name, func(t *testing.T) {
-			doc := j.Document()
+			doc := Document(j)
 			require.NoError(t, j.Validate())
 
 			// 1. Straight from the Go document.
 			got, err := FromDocument(nil, doc)
 			require.NoError(t, err)
 			assertJobsEqual(t, j, got)
-			assert.Equal(t, doc, got.Document())
+			assert.Equal(t, doc, Document(got))
 
 			// 2. As a real read returns it: float64 numbers, times in "+00:00".
 			dbDoc := fromDB(doc).(map[string]any)
@@ -357,7 +361,7 @@ func TestDocumentRoundTrip(t *testing.T) {
 			require.NoError(t, got.Validate())
 
 			// Written back: the same document, with the same keys.
-			doc2 := got.Document()
+			doc2 := Document(got)
 			assert.Equal(t, canon(doc), canon(doc2))
 			assert.Equal(t, slices.Sorted(maps.Keys(doc)), slices.Sorted(maps.Keys(doc2)))
 			assertWritable(t, "doc2", doc2)
@@ -375,19 +379,18 @@ func TestDocumentRoundTrip(t *testing.T) {
 }
 
 func TestFromDocumentAttachesStore(t *testing.T) {
-	s := &fakeStore{id: "other-queue"}
-	doc := fromDB(sampleJob().Document()).(map[string]any)
+	s := &progressStore{id: "other-queue"}
+	doc := fromDB(Document(sampleJob())).(map[string]any)
 	j, err := FromDocument(s, doc)
 	require.NoError(t, err)
 	assert.Equal(t, docTestQueueID, j.QueueID, "the stored queueId is kept")
 	require.NoError(t, j.UpdateProgress(t.Context(), 60))
-	require.Len(t, s.Calls(), 1)
-	assert.Equal(t, 60.0, s.Calls()[0].percent)
+	assert.Equal(t, []float64{60}, s.progress)
 }
 
 // nodeDocument is a job as the Node.js library writes it and rethinkdb-go reads it:
 // every number a float64, priority as its number, repeat true, and log entries as the
-// original's job-failed.js, db-review.js (Master) and queue-cancel-job.js write them.
+// original's job-failed.js, db-review.js (Master) and queue-cancel-js write them.
 func nodeDocument() map[string]any {
 	at := func(min, ms int) time.Time { return time.Date(2024, 5, 6, 7, min, 0, ms*1000000, dbZone) }
 	return map[string]any{
@@ -451,16 +454,16 @@ func TestFromDocumentNode(t *testing.T) {
 	at := func(min, ms int) time.Time { return time.Date(2024, 5, 6, 7, min, 0, ms*1000000, time.UTC) }
 	assert.Equal(t, "9b2e3a0c-5d4f-4e6a-8b7c-1d2e3f4a5b6c", j.ID)
 	assert.Equal(t, "send-mail", j.Name)
-	assert.Equal(t, Normal, j.Priority)
+	assert.Equal(t, job.Normal, j.Priority)
 	assert.Equal(t, 5*time.Minute, j.Timeout)
 	assert.Equal(t, 10*time.Minute, j.RetryDelay)
 	assert.Equal(t, 5*time.Minute, j.RepeatDelay)
 	assert.Equal(t, 3, j.RetryMax)
 	assert.Equal(t, 1, j.RetryCount)
 	assert.Equal(t, 2, j.ProcessCount)
-	assert.Equal(t, RepeatForever, j.Repeat)
+	assert.Equal(t, job.RepeatForever, j.Repeat)
 	assert.Equal(t, 0.0, j.Progress)
-	assert.Equal(t, Cancelled, j.Status)
+	assert.Equal(t, job.Cancelled, j.Status)
 	assert.Equal(t, at(0, 0), j.DateCreated)
 	assert.Equal(t, at(2, 0), j.DateEnable)
 	assert.Equal(t, at(1, 0), j.DateStarted)
@@ -474,12 +477,12 @@ func TestFromDocumentNode(t *testing.T) {
 
 	require.Len(t, j.Log, 5)
 	added, failed, master, cancel, completed := j.Log[0], j.Log[1], j.Log[2], j.Log[3], j.Log[4]
-	assert.Equal(t, MessageAdded, added.Message)
+	assert.Equal(t, job.MessageAdded, added.Message)
 	assert.Equal(t, map[string]any{}, added.Data)
-	assert.Equal(t, Waiting, added.Status)
+	assert.Equal(t, job.Waiting, added.Status)
 
-	assert.Equal(t, Warning, failed.Type)
-	assert.Equal(t, Failed, failed.Status)
+	assert.Equal(t, job.Warning, failed.Type)
+	assert.Equal(t, job.Failed, failed.Status)
 	assert.Equal(t, 1, failed.ProcessCount)
 	assert.Equal(t, time.Duration(0), failed.Duration)
 	assert.Equal(t, "boom", failed.ErrorMessage)
@@ -491,19 +494,19 @@ func TestFromDocumentNode(t *testing.T) {
 	assert.Equal(t, at(2, 3), master.Date)
 
 	assert.Equal(t, "no longer needed", cancel.Message)
-	assert.Equal(t, Cancelled, cancel.Status)
+	assert.Equal(t, job.Cancelled, cancel.Status)
 
 	assert.Equal(t, 1234*time.Millisecond, completed.Duration)
 	assert.Empty(t, completed.ErrorMessage)
 
 	last := j.GetLastLog()
 	require.NotNil(t, last)
-	assert.Equal(t, MessageCompleted, last.Message, "equal dates: the later entry")
+	assert.Equal(t, job.MessageCompleted, last.Message, "equal dates: the later entry")
 
 	// Written back: every key the Node.js library wrote is there, with the same values;
 	// no key is added (the Master and cancel entries have no "data"), none is lost (the
 	// Master's "dateEnable", the zero "duration" of the failure entry).
-	out := j.Document()
+	out := Document(j)
 	assert.Equal(t, canon(doc), canon(out))
 	assert.Equal(t, slices.Sorted(maps.Keys(doc)), slices.Sorted(maps.Keys(out)))
 	outLog := out["log"].([]any)
@@ -528,36 +531,36 @@ func TestFromDocumentNode(t *testing.T) {
 
 	// Setting data on an entry read without it writes it.
 	j.Log[2].Data = "note"
-	assert.Equal(t, "note", j.Document()["log"].([]any)[2].(map[string]any)["data"])
+	assert.Equal(t, "note", Document(j)["log"].([]any)[2].(map[string]any)["data"])
 }
 
 func TestFromDocumentPriorityName(t *testing.T) {
 	tests := []struct {
 		in   any
-		want Priority
+		want job.Priority
 	}{
-		{"high", High},
-		{"HIGH", High},
-		{"lowest", Lowest},
-		{"normal", Normal},
-		{float64(20), High},
-		{json.Number("10"), Highest},
-		{60, Lowest},
+		{"high", job.High},
+		{"HIGH", job.High},
+		{"lowest", job.Lowest},
+		{"normal", job.Normal},
+		{float64(20), job.High},
+		{json.Number("10"), job.Highest},
+		{60, job.Lowest},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.in), func(t *testing.T) {
-			doc := fromDB(sampleJob().Document()).(map[string]any)
+			doc := fromDB(Document(sampleJob())).(map[string]any)
 			doc["priority"] = tt.in
 			j, err := FromDocument(nil, doc)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, j.Priority)
-			assert.Equal(t, int(tt.want), j.Document()["priority"], "written back as a number")
+			assert.Equal(t, int(tt.want), Document(j)["priority"], "written back as a number")
 		})
 	}
 }
 
 func TestFromDocumentJSONNumber(t *testing.T) {
-	doc := fromDB(sampleJob().Document()).(map[string]any)
+	doc := fromDB(Document(sampleJob())).(map[string]any)
 	doc["priority"] = json.Number("30")
 	doc["timeout"] = json.Number("90000")
 	doc["retryDelay"] = json.Number("1500.4")
@@ -574,7 +577,7 @@ func TestFromDocumentJSONNumber(t *testing.T) {
 
 	j, err := FromDocument(nil, doc)
 	require.NoError(t, err)
-	assert.Equal(t, Medium, j.Priority)
+	assert.Equal(t, job.Medium, j.Priority)
 	assert.Equal(t, 90*time.Second, j.Timeout)
 	assert.Equal(t, 1500*time.Millisecond+400*time.Microsecond, j.RetryDelay)
 	assert.Equal(t, time.Duration(0), j.RepeatDelay)
@@ -590,7 +593,7 @@ func TestFromDocumentJSONNumber(t *testing.T) {
 
 	doc["timeout"] = json.Number("abc")
 	_, err = FromDocument(nil, doc)
-	assert.ErrorIs(t, err, ErrInvalidDocument)
+	assert.ErrorIs(t, err, job.ErrInvalidDocument)
 }
 
 func TestFromDocumentInvalid(t *testing.T) {
@@ -623,44 +626,60 @@ func TestFromDocumentInvalid(t *testing.T) {
 		{"retryMax a map", func(d map[string]any) { d["retryMax"] = map[string]any{} }},
 		{"State Document", func(d map[string]any) {
 			clear(d)
-			d["id"] = StateDocumentID
+			d["id"] = job.StateDocumentID
 			d["queueId"] = "host:db:q:1:x"
 			d["dateChange"] = time.Now().In(dbZone)
 			d["state"] = "active"
 		}},
-		{"State Document with a status", func(d map[string]any) { d["id"] = StateDocumentID }},
+		{"State Document with a status", func(d map[string]any) { d["id"] = job.StateDocumentID }},
 		{"empty", func(d map[string]any) { clear(d) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			doc := fromDB(sampleJob().Document()).(map[string]any)
+			doc := fromDB(Document(sampleJob())).(map[string]any)
 			tt.modify(doc)
 			j, err := FromDocument(nil, doc)
 			require.Error(t, err)
 			assert.Nil(t, j)
-			assert.ErrorIs(t, err, ErrInvalidDocument)
-			assert.ErrorIs(t, err, ErrInvalid)
+			assert.ErrorIs(t, err, job.ErrInvalidDocument)
+			assert.ErrorIs(t, err, job.ErrInvalid)
 		})
 	}
 	// nil document
 	j, err := FromDocument(nil, nil)
 	assert.Nil(t, j)
-	assert.ErrorIs(t, err, ErrInvalidDocument)
+	assert.ErrorIs(t, err, job.ErrInvalidDocument)
 }
 
 func TestStateDocumentID(t *testing.T) {
-	assert.Equal(t, "86f6ff5b-0c4e-46ad-9a5f-e90eb19c9b00", StateDocumentID)
+	assert.Equal(t, "86f6ff5b-0c4e-46ad-9a5f-e90eb19c9b00", job.StateDocumentID)
 }
 
 func TestReservedFields(t *testing.T) {
 	// Every key Document writes for a job is reserved; nothing else is.
-	doc := sampleJob().Document()
+	doc := Document(sampleJob())
 	delete(doc, "extra")
 	for k := range doc {
-		assert.True(t, reservedField(k), k)
+		assert.True(t, docfmt.Reserved(k), k)
 	}
 	assert.Len(t, doc, 19)
 	for _, k := range []string{"extra", "Status", "q", "dateChange", "state", ""} {
-		assert.False(t, reservedField(k), k)
+		assert.False(t, docfmt.Reserved(k), k)
 	}
+}
+
+// progressStore records the progress a job saves through it.
+type progressStore struct {
+	id       string
+	progress []float64
+}
+
+func (s *progressStore) QueueID() string                         { return s.id }
+func (s *progressStore) SaveJob(context.Context, *job.Job) error { return nil }
+func (s *progressStore) SaveProgress(_ context.Context, _ *job.Job, p float64) error {
+	s.progress = append(s.progress, p)
+	return nil
+}
+func (s *progressStore) SaveLog(context.Context, *job.Job, any, string, job.LogType, job.Status) error {
+	return nil
 }

@@ -1,0 +1,78 @@
+// Package docfmt is the vocabulary of a job document as the Node.js library stores it: the
+// field names and how a stored number reads. It sits below package job and the storage
+// layer (internal/rdb), which both need it, and imports nothing of either.
+package docfmt
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// The job document's fields, as the Node.js library names them.
+const (
+	ID           = "id"
+	Name         = "name"
+	Priority     = "priority"
+	Timeout      = "timeout"
+	RetryDelay   = "retryDelay"
+	RepeatDelay  = "repeatDelay"
+	RetryMax     = "retryMax"
+	RetryCount   = "retryCount"
+	ProcessCount = "processCount"
+	Repeat       = "repeat"
+	Progress     = "progress"
+	Status       = "status"
+	Log          = "log"
+	DateCreated  = "dateCreated"
+	DateEnable   = "dateEnable"
+	DateStarted  = "dateStarted"
+	DateFinished = "dateFinished"
+	QueueID      = "queueId"
+	Data         = "data"
+)
+
+// Extra fields this library adds to a document; the Node.js library ignores them.
+const (
+	// UniqueKey holds the key of a job made unique by job.SetUniqueKey.
+	UniqueKey = "rjqUniqueKey"
+	// Backoff holds the retry policy set by job.SetBackoff.
+	Backoff = "rjqBackoff"
+)
+
+// Reserved reports whether name is one of the job fields the Node.js library defines (an
+// extra field must not take one of these names).
+func Reserved(name string) bool {
+	switch name {
+	case ID, Name, Priority, Timeout, RetryDelay, RepeatDelay, RetryMax, RetryCount,
+		ProcessCount, Repeat, Progress, Status, Log, DateCreated, DateEnable, DateStarted,
+		DateFinished, QueueID, Data:
+		return true
+	}
+	return false
+}
+
+// Number reads any of the forms a number takes after decoding: float64 by default,
+// json.Number when the session was opened with UseJSONNumber, Go integers for documents
+// built in memory.
+func Number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case float32:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// Millis is t in UTC cut to whole milliseconds, as RethinkDB keeps times: what is read back
+// is then equal to what was written.
+func Millis(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }

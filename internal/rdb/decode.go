@@ -1,0 +1,77 @@
+package rdb
+
+import (
+	"encoding/base64"
+	"fmt"
+	"math"
+	"time"
+
+	"gopkg.in/rethinkdb/rethinkdb-go.v6/encoding"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/bridge"
+)
+
+// Jobs decode their data and results by the driver's rules, the rules it was stored by.
+func init() { bridge.DecodeData = decodeInto }
+
+// decodeInto decodes value, as the driver gives or takes it, into the pointer v.
+func decodeInto(value, v any) error {
+	tree, err := encoding.Encode(value)
+	if err != nil {
+		return fmt.Errorf("encode: %w", err)
+	}
+	// Encode turns times and byte slices into ReQL pseudo-types, which Decode does not
+	// turn back (the driver does that on reading): without this, every time.Time in the
+	// value would decode as the zero time.
+	if tree, err = nativePseudoTypes(tree); err != nil {
+		return fmt.Errorf("encode: %w", err)
+	}
+	if err := encoding.Decode(v, tree); err != nil {
+		return fmt.Errorf("decode into %T: %w", v, err)
+	}
+	return nil
+}
+
+// nativePseudoTypes replaces, in place, the TIME and BINARY pseudo-type objects of an
+// encoded tree by the time.Time and []byte values the driver gives for them on reading.
+func nativePseudoTypes(v any) (any, error) {
+	switch v := v.(type) {
+	case []any:
+		for i, e := range v {
+			var err error
+			if v[i], err = nativePseudoTypes(e); err != nil {
+				return nil, err
+			}
+		}
+	case map[string]any:
+		for k, e := range v {
+			var err error
+			if v[k], err = nativePseudoTypes(e); err != nil {
+				return nil, err
+			}
+		}
+		switch v["$reql_type$"] {
+		case "TIME":
+			epoch, ok1 := v["epoch_time"].(float64)
+			zone, ok2 := v["timezone"].(string)
+			if !ok1 || !ok2 {
+				return nil, fmt.Errorf("bad TIME pseudo-type %v", v)
+			}
+			// As the driver reads times: to the millisecond, in the stored offset.
+			t := time.UnixMilli(int64(math.Round(epoch * 1000)))
+			if off, err := time.Parse("-07:00", zone); err == nil {
+				_, secs := off.Zone()
+				t = t.In(time.FixedZone(zone, secs))
+			}
+			return t, nil
+		case "BINARY":
+			data, _ := v["data"].(string)
+			b, err := base64.StdEncoding.DecodeString(data)
+			if err != nil {
+				return nil, fmt.Errorf("bad BINARY pseudo-type: %w", err)
+			}
+			return b, nil
+		}
+	}
+	return v, nil
+}

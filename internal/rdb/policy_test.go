@@ -1,0 +1,53 @@
+package rdb
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+func TestRetryDelay(t *testing.T) {
+	tests := []struct {
+		name string
+		b    job.Backoff
+		n    int
+		want time.Duration
+	}{
+		{"linear first", job.Backoff{}, 1, 10 * time.Minute},
+		{"linear third", job.Backoff{}, 3, 30 * time.Minute},
+		{"exponential first", job.Backoff{Exponential: true, Min: time.Second}, 1, time.Second},
+		{"exponential fourth", job.Backoff{Exponential: true, Min: time.Second}, 4, 8 * time.Second},
+		{"exponential capped", job.Backoff{Exponential: true, Min: time.Second, Max: 5 * time.Second}, 4, 5 * time.Second},
+		{"exponential huge n stays capped", job.Backoff{Exponential: true, Min: time.Second, Max: time.Hour}, 1000, time.Hour},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j := job.New(nil, job.DefaultOptions()).SetBackoff(tt.b)
+			require.NoError(t, j.Err())
+			assert.Equal(t, tt.want, RetryDelay(j, tt.n))
+		})
+	}
+}
+
+func TestBackoffRoundTripsThroughTheDocument(t *testing.T) {
+	b := job.Backoff{Exponential: true, Min: 2 * time.Second, Max: time.Minute, Jitter: 0.1}
+	j := job.New(nil, job.DefaultOptions()).SetBackoff(b)
+	doc := Document(j)
+	back, err := FromDocument(nil, fromDB(doc).(map[string]any))
+	require.NoError(t, err)
+	assert.Equal(t, b, back.Backoff(), "a Go worker after a Go worker keeps the policy")
+	assert.Equal(t, job.Backoff{}, job.New(nil, job.DefaultOptions()).SetBackoff(b).SetBackoff(job.Backoff{}).Backoff())
+}
+
+func TestBackoffJitterStaysInBounds(t *testing.T) {
+	j := job.New(nil, job.DefaultOptions()).SetBackoff(job.Backoff{Exponential: true, Min: time.Second, Jitter: 0.5})
+	for range 200 {
+		d := RetryDelay(j, 2)
+		assert.GreaterOrEqual(t, d, time.Second)
+		assert.LessOrEqual(t, d, 3*time.Second)
+	}
+}
