@@ -23,5 +23,23 @@
 // Differences from the Node.js library: a job's payload is always the "data" field (Node.js
 // spreads an object payload over the top level; read such jobs' fields from Fields), an
 // empty name is refused by SetName, and creation times are made distinct to the
-// millisecond within a process, which keeps the claim query fast (see clock.go).
+// millisecond within a process, which keeps the claim query fast (see clock.go). The
+// mapping itself, and every query, lives in the library's storage layer (internal/rdb);
+// this package does not import the driver.
+//
+// # Beyond the contract
+//
+// Besides the names of the API contract and the additions (unique keys, backoff,
+// results), the package exports a few things users need:
+//
+//   - New, to build a job away from a queue (a producer that batches jobs); AddJob
+//     attaches it.
+//   - Validate (on Job and Options) and WithDefaults, to check input before it reaches a
+//     queue; AddJob and SetJobOptions call them.
+//   - CheckValue, to check early that a payload can be stored; AddJob checks it too.
+//   - ValidID and UniqueID, to check an id before GetJob and to find a unique key's job.
+//   - Backoff.Delay, to see what a retry policy waits.
+//   - Priority.Valid, Status.Valid and Status.Finished, for code that reads jobs.
+//   - The Message constants, the log messages the original library writes, for code that
+//     reads a job's log; StateDocumentID, for tools that read a queue's table directly.
 package job

@@ -231,6 +231,9 @@ func (p *processor) written(ctx context.Context, outs []*outcome, res commitResu
 			continue
 		}
 		q.emit(Event{Type: o.event, JobID: id, IsRepeating: o.repeating, Err: o.err})
+		if st, ok := o.set["status"].(string); ok {
+			q.runMetric(o.rn.claimed, job.Status(st), o.stamp)
+		}
 		if o.terminated != nil {
 			p.terminatedHook(o.terminated, o.err)
 		}

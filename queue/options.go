@@ -98,6 +98,9 @@ type Options struct {
 	// EventBuffer is how many events each Events channel holds for a reader that is
 	// behind (default 256); events that find it full are dropped, counted and logged.
 	EventBuffer int
+	// Metrics, when set, receives what this queue's processor does: claims and the end
+	// of each run (package metrics has one that serves the Prometheus text format).
+	Metrics Metrics
 }
 
 // Defaults of the connection and of Options, the original library's.
@@ -151,6 +154,7 @@ type config struct {
 	heartbeat      time.Duration
 	onTerminated   func(*job.Job, error)
 	eventBuffer    int
+	metrics        Metrics
 }
 
 // RethinkDB accepts these characters in database and table names.
@@ -197,6 +201,7 @@ func resolve(cxn *ConnectOptions, opts *Options) (config, error) {
 		baseContext:    opts.BaseContext,
 		heartbeat:      or(opts.Heartbeat, DefaultHeartbeat),
 		onTerminated:   opts.OnTerminated,
+		metrics:        opts.Metrics,
 		eventBuffer:    or(opts.EventBuffer, DefaultEventBuffer),
 	}
 	if c.baseContext == nil {

@@ -205,6 +205,8 @@ func (p *processor) passBack(rn *run) {
 		q.log.Info("job changed elsewhere while it ran; it is not passed back", "job", j.ID)
 	case err != nil:
 		q.emit(Event{Type: EventError, JobID: j.ID, Err: err})
+	default:
+		q.runMetric(rn.claimed, job.Waiting, time.Now())
 	}
 }
 

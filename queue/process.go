@@ -297,6 +297,7 @@ func (p *processor) tick() time.Duration {
 	if p.hard.Err() != nil {
 		jobs = nil
 	}
+	q.claimedMetric(len(jobs))
 	for _, j := range jobs {
 		q.emit(Event{Type: EventActive, JobID: j.ID})
 		p.start(j)

@@ -1,0 +1,82 @@
+package metrics_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testserver"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+	"github.com/rjqgo/rethinkdb-job-queue/metrics"
+	"github.com/rjqgo/rethinkdb-job-queue/queue"
+)
+
+func TestMain(m *testing.M) { testserver.Main(m) }
+
+// A queue that processes jobs with a Collector as its Metrics: the scrape shows the claims,
+// each run's end by status, the durations, and the depth read from the server.
+func TestCollectorOnAQueue(t *testing.T) {
+	srv := testserver.Get(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := metrics.New()
+	q, err := queue.New(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: testserver.DB(t)},
+		&queue.Options{DatabaseInitDelay: -1, Concurrency: 4, Metrics: c})
+	require.NoError(t, err)
+	defer func() { _ = q.Stop(context.Background()) }()
+	c.Watch(q)
+
+	var jobs []*job.Job
+	for i := range 6 {
+		j := q.CreateJob(i).SetRetryMax(0)
+		jobs = append(jobs, j)
+	}
+	ended := q.Events(ctx)
+	_, err = q.AddJob(ctx, jobs...)
+	require.NoError(t, err)
+	require.NoError(t, q.Process(func(_ context.Context, j *job.Job) (any, error) {
+		var n int
+		if err := j.DataAs(&n); err != nil {
+			return nil, err
+		}
+		if n%3 == 0 {
+			return nil, errors.New("every third fails")
+		}
+		return n, nil
+	}))
+	for seen := 0; seen < len(jobs); {
+		select {
+		case e := <-ended:
+			if e.Type == queue.EventCompleted || e.Type == queue.EventTerminated {
+				seen++
+			}
+		case <-ctx.Done():
+			t.Fatal("the jobs did not end")
+		}
+	}
+
+	srvHTTP := httptest.NewServer(c)
+	defer srvHTTP.Close()
+	res, err := http.Get(srvHTTP.URL)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	out := string(body)
+	assert.Contains(t, res.Header.Get("Content-Type"), "text/plain")
+	name := `queue="` + q.Name() + `"`
+	assert.Contains(t, out, `rjq_jobs_claimed_total{`+name+`} 6`)
+	assert.Contains(t, out, `rjq_runs_total{`+name+`,status="completed"} 4`)
+	assert.Contains(t, out, `rjq_runs_total{`+name+`,status="terminated"} 2`)
+	assert.Contains(t, out, `rjq_run_duration_seconds_count{`+name+`} 6`)
+	assert.Contains(t, out, `rjq_queue_jobs{`+name+`,status="completed"} 4`)
+	assert.Contains(t, out, `rjq_queue_jobs{`+name+`,status="terminated"} 2`)
+	assert.Contains(t, out, `rjq_queue_jobs{`+name+`,status="waiting"} 0`)
+}

@@ -1,0 +1,35 @@
+package queue
+
+import (
+	"time"
+
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// Metrics receives the measurements of a queue's processor (Options.Metrics), for a
+// metrics system: how many jobs it claims and how each run ends. The queue calls it from
+// its processing loop, so its methods must be safe for concurrent use (several queues may
+// share one) and return quickly. Queue depth is not pushed: read it with Summary when the
+// metrics are scraped.
+type Metrics interface {
+	// JobsClaimed is called after a claim made n jobs active for the named queue.
+	JobsClaimed(queue string, n int)
+	// RunEnded is called once per run whose outcome was written: the status the job moved
+	// to (completed; failed for a retry; waiting for a repeat or a pass-back; cancelled by
+	// its handler; terminated) and how long the run took.
+	RunEnded(queue string, status job.Status, runTime time.Duration)
+}
+
+// claimedMetric reports a claim of n jobs to Options.Metrics.
+func (q *Queue) claimedMetric(n int) {
+	if q.cfg.metrics != nil && n > 0 {
+		q.cfg.metrics.JobsClaimed(q.cfg.name, n)
+	}
+}
+
+// runMetric reports the end of a run of j to Options.Metrics.
+func (q *Queue) runMetric(j job.Job, status job.Status, at time.Time) {
+	if q.cfg.metrics != nil {
+		q.cfg.metrics.RunEnded(q.cfg.name, status, runTime(j, at))
+	}
+}
