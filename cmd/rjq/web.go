@@ -28,9 +28,10 @@ type dashboard struct {
 	q       *queue.Queue
 	actions bool
 
-	mu     sync.Mutex
-	counts map[queue.EventType]uint64
-	subs   map[chan queue.Event]struct{}
+	mu         sync.Mutex
+	counts     map[queue.EventType]uint64
+	subs       map[chan queue.Event]struct{}
+	throughput throughput
 }
 
 func cmdWeb(ctx context.Context, c config, args []string, out io.Writer) error {
@@ -47,7 +48,11 @@ func cmdWeb(ctx context.Context, c config, args []string, out io.Writer) error {
 	}
 	defer done()
 	d := &dashboard{c: c, q: q, actions: *actions, counts: make(map[queue.EventType]uint64), subs: make(map[chan queue.Event]struct{})}
-	go d.fanOut(ctx)
+	// Subscribe before seeding the chart, so that no run finishing meanwhile is missed.
+	go d.fanOut(q.Events(ctx))
+	if err := d.seedThroughput(ctx, time.Now()); err != nil {
+		return err
+	}
 	l, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return usagef("web: listen on %s: %v", *listen, err)
@@ -77,6 +82,7 @@ func (d *dashboard) routes() http.Handler {
 	mux.HandleFunc("GET /api/jobs/{id}", d.job)
 	mux.HandleFunc("POST /api/jobs/{id}/{action}", d.writable(d.act))
 	mux.HandleFunc("POST /api/{action}", d.writable(d.global))
+	mux.HandleFunc("GET /api/throughput", d.chart)
 	mux.HandleFunc("GET /api/events", d.events)
 	mux.HandleFunc("GET /metrics", d.metrics)
 	return mux
@@ -93,9 +99,11 @@ func (d *dashboard) writable(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// fanOut counts the table's events for /metrics and passes them to the event streams.
-func (d *dashboard) fanOut(ctx context.Context) {
-	for e := range d.q.Events(ctx) {
+// fanOut counts the table's events for /metrics and the throughput chart, and passes them
+// to the event streams.
+func (d *dashboard) fanOut(events <-chan queue.Event) {
+	for e := range events {
+		d.throughput.event(e, time.Now())
 		d.mu.Lock()
 		d.counts[e.Type]++
 		for ch := range d.subs {
@@ -106,6 +114,24 @@ func (d *dashboard) fanOut(ctx context.Context) {
 		}
 		d.mu.Unlock()
 	}
+}
+
+// seedThroughput fills the chart with the runs that finished in its window before until.
+func (d *dashboard) seedThroughput(ctx context.Context, until time.Time) error {
+	s, err := d.c.session(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if err := d.throughput.seed(ctx, s, d.c, until); err != nil {
+		return fmt.Errorf("web: read the last hour's finished jobs: %w", err)
+	}
+	return nil
+}
+
+// chart serves the throughput chart's minutes, oldest first.
+func (d *dashboard) chart(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, map[string]any{"minutes": d.throughput.last(time.Now())})
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
@@ -170,7 +196,11 @@ func (d *dashboard) job(w http.ResponseWriter, r *http.Request) {
 		httpError(w, err)
 		return
 	}
-	writeJSON(w, jobs[0])
+	// The page shows the priority by name, as rjq show does.
+	writeJSON(w, struct {
+		*job.Job
+		PriorityName string
+	}{jobs[0], jobs[0].Priority.String()})
 }
 
 func (d *dashboard) act(w http.ResponseWriter, r *http.Request) {
