@@ -9,11 +9,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testserver"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
@@ -118,4 +120,139 @@ func TestCommandsAgainstAQueue(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, s.Waiting, "bad input changed nothing")
 	assert.Equal(t, 1, s.Cancelled)
+}
+
+// A table that exists but is not a queue's: every command says so and exits 2, and none
+// writes to it: no State Document, no index, no other table.
+func TestATableThatIsNotAQueue(t *testing.T) {
+	srv := testserver.Get(t)
+	db := testserver.DB(t)
+	addr := net.JoinHostPort(srv.Host, strconv.Itoa(srv.Port))
+	s := testserver.Session(t)
+	_, err := r.DBCreate(db).RunWrite(s)
+	require.NoError(t, err)
+	_, err = r.DB(db).TableCreate("users").RunWrite(s)
+	require.NoError(t, err)
+	ann := map[string]any{"id": "ann", "status": "waiting", "name": "Ann"}
+	_, err = r.DB(db).Table("users").Insert(ann).RunWrite(s)
+	require.NoError(t, err)
+
+	bin := binary(t)
+	base := []string{"--addr", addr, "--db", db, "--queue", "users"}
+	id := job.UniqueID("ann")
+	for _, args := range [][]string{
+		{"summary"}, {"list"}, {"show", id}, {"cancel", id}, {"reanimate", id}, {"remove", id},
+		{"pause"}, {"resume"}, {"review"}, {"watch"}, {"web", "--listen", "127.0.0.1:0", "--actions"},
+	} {
+		res := rjq(t, bin, append(base, args...)...)
+		assert.Equal(t, exitUsage, res.code, "%v: %s", args, res.stderr)
+		assert.Contains(t, res.stderr, `table "users" of database "`+db+`" is not a job queue`, "%v", args)
+		assert.Empty(t, res.stdout, "%v", args)
+	}
+
+	var docs []map[string]any
+	require.NoError(t, readAll(context.Background(), s, r.DB(db).Table("users"), &docs))
+	assert.Equal(t, []map[string]any{ann}, docs, "the table's documents are untouched")
+	var indexes, tables []string
+	require.NoError(t, readAll(context.Background(), s, r.DB(db).Table("users").IndexList(), &indexes))
+	assert.Empty(t, indexes, "no index was created")
+	require.NoError(t, readAll(context.Background(), s, r.DB(db).TableList(), &tables))
+	assert.Equal(t, []string{"users"}, tables, "no table was created")
+}
+
+// node runs testdata/node-interop/interop.js, the Node.js library (rethinkdb-job-queue
+// 3.1.7 from npm), as the root module's interoperability test does. It skips the test when
+// Node.js, npm or the npm registry is missing.
+func node(t *testing.T, srv testserver.Server, db, queueName string) func(mode string, args ...string) string {
+	t.Helper()
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("the test of a queue written by the Node.js library needs %s on PATH", tool)
+		}
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"package.json", "package-lock.json", "interop.js"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "node-interop", f))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
+	}
+	install := exec.Command("npm", "ci", "--no-audit", "--no-fund")
+	install.Dir = dir
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Skipf("installing rethinkdb-job-queue 3.1.7 from the npm registry failed (offline?): %v\n%s", err, out)
+	}
+	return func(mode string, args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "node", append([]string{"interop.js", mode, srv.Host, strconv.Itoa(srv.Port), db, queueName}, args...)...)
+		cmd.Dir = dir
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		require.NoError(t, err, "node interop.js %s: %s", mode, stderr.String())
+		return strings.TrimSpace(string(out))
+	}
+}
+
+// rjq reads a queue that the Node.js library created and wrote: its table, indexes, job
+// documents and log entries are the original's own.
+func TestCommandsOnAQueueWrittenByNode(t *testing.T) {
+	srv := testserver.Get(t)
+	db := testserver.DB(t)
+	addr := net.JoinHostPort(srv.Host, strconv.Itoa(srv.Port))
+	const name = "nodeJobs"
+	run := node(t, srv, db, name)
+	ids := []string{run("add", "hello"), run("add", "world")}
+	for _, id := range ids {
+		require.True(t, job.ValidID(id), "node printed %q", id)
+	}
+	done := strings.TrimPrefix(run("process"), "completed ")
+	require.Contains(t, ids, done)
+	waiting := ids[0]
+	if waiting == done {
+		waiting = ids[1]
+	}
+
+	bin := binary(t)
+	base := []string{"--addr", addr, "--db", db, "--queue", name}
+
+	res := rjq(t, bin, append(base, "--json", "summary")...)
+	require.Equal(t, 0, res.code, res.stderr)
+	var counts map[string]int
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &counts))
+	assert.Equal(t, map[string]int{"waiting": 1, "active": 0, "completed": 1, "cancelled": 0, "failed": 0, "terminated": 0, "total": 2}, counts)
+
+	res = rjq(t, bin, append(base, "summary")...)
+	require.Equal(t, 0, res.code, res.stderr)
+	assert.Regexp(t, name+`\s+1\s+0\s+1\s+0\s+0\s+0\s+2`, res.stdout)
+
+	res = rjq(t, bin, append(base, "list")...)
+	require.Equal(t, 0, res.code, res.stderr)
+	for _, line := range []struct{ id, status, progress string }{{waiting, "waiting", "0%"}, {done, "completed", "100%"}} {
+		assert.Regexp(t, line.id+`\s+node-job\s+`+line.status+`\s+high\s+`+line.progress, res.stdout)
+	}
+
+	res = rjq(t, bin, append(base, "--json", "list", "--status", "completed")...)
+	require.Equal(t, 0, res.code, res.stderr)
+	var listed []listed
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &listed))
+	require.Len(t, listed, 1)
+	assert.Equal(t, done, listed[0].ID)
+
+	res = rjq(t, bin, append(base, "show", done)...)
+	require.Equal(t, 0, res.code, res.stderr)
+	for _, want := range []string{"status    completed", "priority  high", "runs      1", job.MessageAdded, job.MessageActive, job.MessageCompleted} {
+		assert.Contains(t, res.stdout, want)
+	}
+
+	res = rjq(t, bin, append(base, "--json", "show", waiting)...)
+	require.Equal(t, 0, res.code, res.stderr)
+	var shown []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &shown))
+	require.Len(t, shown, 1)
+	assert.Equal(t, "waiting", shown[0]["Status"])
+	assert.Equal(t, "node-job", shown[0]["Name"])
+	assert.Contains(t, []any{"hello", "world"}, shown[0]["Data"])
+	assert.Equal(t, map[string]any{"from": "node"}, shown[0]["Fields"])
 }
