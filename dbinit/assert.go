@@ -10,15 +10,18 @@ import (
 	"time"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 )
 
-// The five secondary indexes of a queue's table, by the names the Node.js library uses.
+// The five secondary indexes of a queue's table, by the names the Node.js library uses
+// (their functions: internal/rdb, the library's storage layer).
 const (
-	IndexActiveDateEnable            = "indexActiveDateEnable"
-	IndexInactivePriorityDateCreated = "indexInactivePriorityDateCreated"
-	IndexFinishedDateFinished        = "indexFinishedDateFinished"
-	IndexName                        = "name"
-	IndexStatus                      = "status"
+	IndexActiveDateEnable            = rdb.IndexActiveDateEnable
+	IndexInactivePriorityDateCreated = rdb.IndexInactivePriorityDateCreated
+	IndexFinishedDateFinished        = rdb.IndexFinishedDateFinished
+	IndexName                        = rdb.IndexName
+	IndexStatus                      = rdb.IndexStatus
 )
 
 // IndexClaim is this library's own index, beside the Node.js library's five: waiting and
@@ -28,55 +31,11 @@ const (
 // original index slow down in proportion to the jobs added in one millisecond (a batch
 // insert, or jobs the Node.js library adds); through this one a claim reads only what it
 // takes. The Node.js library ignores an index it does not know.
-const IndexClaim = "rjqIndexClaim"
+const IndexClaim = rdb.IndexClaim
 
 // Indexes lists the index names in the order they are created: the Node.js library's five,
 // then IndexClaim.
-var Indexes = []string{
-	IndexActiveDateEnable,
-	IndexInactivePriorityDateCreated,
-	IndexFinishedDateFinished,
-	IndexName,
-	IndexStatus,
-	IndexClaim,
-}
-
-// indexFunc returns the function of a named index; nil for a simple field index. The
-// functions are the Node.js library's, term for term: an index of the same name must never
-// hold other keys, or the two libraries would read each other's tables wrongly.
-func indexFunc(name string) func(row r.Term) any {
-	switch name {
-	case IndexActiveDateEnable:
-		return func(row r.Term) any {
-			return r.Branch(row.Field("status").Eq("active"), row.Field("dateEnable"), nil)
-		}
-	case IndexInactivePriorityDateCreated:
-		return func(row r.Term) any {
-			key := []any{row.Field("priority"), row.Field("dateEnable"), row.Field("dateCreated")}
-			return r.Branch(
-				row.Field("status").Eq("waiting"), key,
-				row.Field("status").Eq("failed"), key,
-				nil)
-		}
-	case IndexFinishedDateFinished:
-		return func(row r.Term) any {
-			return r.Branch(
-				row.Field("status").Eq("completed"), row.Field("dateFinished"),
-				row.Field("status").Eq("cancelled"), row.Field("dateFinished"),
-				row.Field("status").Eq("terminated"), row.Field("dateFinished"),
-				nil)
-		}
-	case IndexClaim:
-		return func(row r.Term) any {
-			key := []any{row.Field("priority"), row.Field("dateEnable"), row.Field("dateCreated"), row.Field("id")}
-			return r.Branch(
-				row.Field("status").Eq("waiting"), key,
-				row.Field("status").Eq("failed"), key,
-				nil)
-		}
-	}
-	return nil
-}
+var Indexes = rdb.Indexes
 
 // Target names the table to assert and how to reach it.
 type Target struct {
@@ -179,7 +138,7 @@ func assertOnce(ctx context.Context, t Target) error {
 			continue
 		}
 		create := table.IndexCreate(name)
-		if fn := indexFunc(name); fn != nil {
+		if fn := rdb.IndexFunc(name); fn != nil {
 			create = table.IndexCreateFunc(name, fn)
 		}
 		if err := run("create index "+name, create); err != nil {

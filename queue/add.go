@@ -142,25 +142,25 @@ func (q *Queue) putUnique(ctx context.Context, ids []string, docs []any, there m
 	// insert then takes the place on the next pass.
 	for pass := 0; pass < 3 && len(ids) > 0; pass++ {
 		// Duplicates are expected: the replace below deals with them.
-		var res writeResult
-		if err := q.readOne(ctx, q.table().Insert(docs), &res); err != nil {
+		var res rdb.WriteResult
+		if err := q.db.ReadOne(ctx, q.db.Term().Insert(docs), &res); err != nil {
 			return err
 		}
 		if res.Errors > 0 && !strings.Contains(res.FirstError, "Duplicate primary key") {
 			return fmt.Errorf("rethinkdb: %s", res.FirstError)
 		}
 		replace := r.Expr(docs).ForEach(func(d r.Term) any {
-			return q.table().Get(d.Field("id")).Replace(func(old r.Term) any {
+			return q.db.Term().Get(d.Field("id")).Replace(func(old r.Term) any {
 				open := old.Ne(nil).And(r.Expr(finishedStatuses).Contains(old.Field("status").Default("")).Not())
 				return r.Branch(open, old, d)
 			})
 		})
-		if _, err := q.write(ctx, replace); err != nil {
+		if _, err := q.db.Write(ctx, replace); err != nil {
 			return err
 		}
 		var stored []map[string]any
-		err := q.readAll(ctx, r.Expr(byID(ids, docs)).Do(func(mine r.Term) r.Term {
-			return q.table().GetAll(anys(ids)...).Map(func(row r.Term) any {
+		err := q.db.ReadAll(ctx, r.Expr(byID(ids, docs)).Do(func(mine r.Term) r.Term {
+			return q.db.Term().GetAll(rdb.Anys(ids)...).Map(func(row r.Term) any {
 				return map[string]any{"id": row.Field("id"), "mine": q.addedHere(row, mine), "doc": row}
 			})
 		}), &stored)
@@ -261,15 +261,15 @@ func cmpErr(failed error, existing []string) error {
 func (q *Queue) insertChunk(ctx context.Context, ids []string, docs []any) (exists []string, err error) {
 	term := r.Expr(docs).Do(func(ds r.Term) r.Term {
 		mine := ds.Map(func(d r.Term) any { return []any{d.Field("id"), d} }).CoerceTo("object")
-		foreign := q.table().GetAll(anys(ids)...).Filter(func(row r.Term) r.Term {
+		foreign := q.db.Term().GetAll(rdb.Anys(ids)...).Filter(func(row r.Term) r.Term {
 			return q.addedHere(row, mine).Not()
 		}).Field("id").CoerceTo("array")
 		return foreign.Do(func(found r.Term) r.Term {
-			return r.Branch(found.IsEmpty(), q.table().Insert(ds), map[string]any{"exists": found})
+			return r.Branch(found.IsEmpty(), q.db.Term().Insert(ds), map[string]any{"exists": found})
 		})
 	})
-	var res writeResult
-	if err := q.readOne(ctx, term, &res); err != nil {
+	var res rdb.WriteResult
+	if err := q.db.ReadOne(ctx, term, &res); err != nil {
 		return nil, err
 	}
 	if len(res.Exists) > 0 {
@@ -284,8 +284,8 @@ func (q *Queue) insertChunk(ctx context.Context, ids []string, docs []any) (exis
 	// Which ids another writer took: those whose document is not the one written here.
 	// None means the duplicates were this call's own documents.
 	var theirs []string
-	err = q.readAll(ctx, r.Expr(byID(ids, docs)).Do(func(mine r.Term) r.Term {
-		return q.table().GetAll(anys(ids)...).Filter(func(row r.Term) r.Term {
+	err = q.db.ReadAll(ctx, r.Expr(byID(ids, docs)).Do(func(mine r.Term) r.Term {
+		return q.db.Term().GetAll(rdb.Anys(ids)...).Filter(func(row r.Term) r.Term {
 			return q.addedHere(row, mine).Not()
 		}).Field("id")
 	}), &theirs)
@@ -300,7 +300,7 @@ func (q *Queue) insertChunk(ctx context.Context, ids []string, docs []any) (exis
 func (q *Queue) unadd(ctx context.Context, ids []string, docs []any) (kept int, err error) {
 	for from := 0; from < len(ids); from += addChunk {
 		to := min(from+addChunk, len(ids))
-		keys := anys(ids[from:to])
+		keys := rdb.Anys(ids[from:to])
 		var res struct {
 			Deleted int `rethinkdb:"deleted"`
 			Changed int `rethinkdb:"changed"`
@@ -311,14 +311,14 @@ func (q *Queue) unadd(ctx context.Context, ids []string, docs []any) (kept int, 
 				return row.Field("status").Eq(string(job.Waiting)).And(row.Field("processCount").Eq(mine.Field(row.Field("id")).Field("processCount")))
 			}
 			return r.Expr(map[string]any{
-				"changed": q.table().GetAll(keys...).Filter(func(row r.Term) r.Term {
+				"changed": q.db.Term().GetAll(keys...).Filter(func(row r.Term) r.Term {
 					return q.addedHere(row, mine).And(unclaimed(row).Not())
 				}).Count(),
-			}).Merge(q.table().GetAll(keys...).Filter(func(row r.Term) r.Term {
+			}).Merge(q.db.Term().GetAll(keys...).Filter(func(row r.Term) r.Term {
 				return q.addedHere(row, mine).And(unclaimed(row))
 			}).Delete().Pluck("deleted"))
 		})
-		if err := q.readOne(ctx, term, &res); err != nil {
+		if err := q.db.ReadOne(ctx, term, &res); err != nil {
 			return kept, err
 		}
 		kept += res.Changed

@@ -35,7 +35,7 @@ func (q *Queue) CancelJob(ctx context.Context, reason string, ids ...string) ([]
 // running here has its handler's context cancelled.
 func (q *Queue) cancel(ctx context.Context, reason string, ids []string) ([]string, error) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	res, err := q.write(ctx, q.whenAllExist(ids, func(jobs r.Term) r.Term {
+	res, err := q.db.Write(ctx, q.whenAllExist(ids, func(jobs r.Term) r.Term {
 		return jobs.Update(func(row r.Term) any { return q.cancelFields(row, now, reason) }, r.UpdateOpts{ReturnChanges: true})
 	}))
 	if err != nil {
@@ -49,7 +49,7 @@ func (q *Queue) cancel(ctx context.Context, reason string, ids []string) ([]stri
 
 // processCounts maps the ids of the jobs a write changed to their processCount, which
 // tells which runs of them the write ended: those of a claim before it.
-func processCounts(res writeResult) map[string]int {
+func processCounts(res rdb.WriteResult) map[string]int {
 	counts := make(map[string]int, len(res.Changes))
 	for _, c := range res.Changes {
 		if doc, ok := c.NewValue.(map[string]any); ok {
@@ -67,7 +67,7 @@ func (q *Queue) cancelFields(row r.Term, now time.Time, reason string) map[strin
 	return map[string]any{
 		"status":       string(job.Cancelled),
 		"dateFinished": now,
-		"log":          q.appendLog(row.Field("log"), entry, trunc),
+		"log":          q.db.AppendLog(row.Field("log"), entry, trunc),
 		"queueId":      q.id,
 	}
 }
@@ -111,7 +111,7 @@ func (q *Queue) ReanimateJob(ctx context.Context, dateEnable time.Time, ids ...s
 			"dateEnable": dateEnable,
 			"retryCount": 0,
 			"progress":   0,
-			"log":        q.appendLog(row.Field("log"), entry.Merge(map[string]any{"retryCount": 0}), trunc),
+			"log":        q.db.AppendLog(row.Field("log"), entry.Merge(map[string]any{"retryCount": 0}), trunc),
 			"queueId":    q.id,
 		}
 	})
@@ -143,7 +143,7 @@ func (q *Queue) RemoveJob(ctx context.Context, ids ...string) ([]string, error) 
 // delete removes jobs known to be valid ids and raises their removed events.
 func (q *Queue) delete(ctx context.Context, ids []string) error {
 	q.noteRemovals(ids)
-	res, err := q.write(ctx, q.whenAllExist(ids, func(jobs r.Term) r.Term { return jobs.Delete() }))
+	res, err := q.db.Write(ctx, q.whenAllExist(ids, func(jobs r.Term) r.Term { return jobs.Delete() }))
 	if err != nil {
 		return fmt.Errorf("queue %s: remove jobs: %w", q.cfg.name, err)
 	}
@@ -159,7 +159,7 @@ func (q *Queue) delete(ctx context.Context, ids []string) error {
 // updateAll applies update to every job of ids in one query, or to none when one is
 // missing.
 func (q *Queue) updateAll(ctx context.Context, what string, ids []string, update func(row r.Term) any) error {
-	res, err := q.write(ctx, q.whenAllExist(ids, func(jobs r.Term) r.Term { return jobs.Update(update) }))
+	res, err := q.db.Write(ctx, q.whenAllExist(ids, func(jobs r.Term) r.Term { return jobs.Update(update) }))
 	if err != nil {
 		return fmt.Errorf("queue %s: %s jobs: %w", q.cfg.name, what, err)
 	}

@@ -43,7 +43,7 @@ func (q *Queue) follow(first chan<- error) {
 			q.log.Info("changefeed reopened")
 			q.resync()
 		}
-		err := changefeed.Follow(q.feedLife, q.session, q.table(), q.cfg.runOpts, subscribed, q.onChange)
+		err := changefeed.Follow(q.feedLife, q.session, q.db.Term(), q.cfg.runOpts, subscribed, q.onChange)
 		if q.feedLife.Err() != nil {
 			return
 		}
@@ -85,7 +85,7 @@ func (q *Queue) resync() {
 	var state struct {
 		State string `rethinkdb:"state"`
 	}
-	if err := q.readOne(q.feedLife, q.table().Get(job.StateDocumentID).Default(map[string]any{}), &state); err != nil {
+	if err := q.db.ReadOne(q.feedLife, q.db.Term().Get(job.StateDocumentID).Default(map[string]any{}), &state); err != nil {
 		q.log.Warn("reading the State Document failed", "err", err)
 	}
 	switch {

@@ -36,7 +36,7 @@ func (q *Queue) FindJob(ctx context.Context, predicate any) ([]*job.Job, error) 
 		return nil, err
 	}
 	defer end()
-	term := q.table().Filter(func(doc r.Term) r.Term {
+	term := q.db.Term().Filter(func(doc r.Term) r.Term {
 		return doc.Field("id").Ne(job.StateDocumentID)
 	}).Filter(filter).OrderBy("dateCreated")
 	jobs, err := q.readJobs(ctx, term)
@@ -74,12 +74,12 @@ func (q *Queue) ContainsJobByName(ctx context.Context, name string) (bool, error
 	}
 	defer end()
 	var empty bool
-	if err := q.readOne(ctx, q.byName(name).IsEmpty(), &empty); err != nil {
+	if err := q.db.ReadOne(ctx, q.byName(name).IsEmpty(), &empty); err != nil {
 		return false, fmt.Errorf("queue %s: look for jobs named %q: %w", q.cfg.name, name, err)
 	}
 	return !empty, nil
 }
 
 func (q *Queue) byName(name string) r.Term {
-	return q.table().GetAllByIndex(dbinit.IndexName, name)
+	return q.db.Term().GetAllByIndex(dbinit.IndexName, name)
 }

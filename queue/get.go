@@ -19,7 +19,7 @@ func (q *Queue) GetJob(ctx context.Context, ids ...string) ([]*job.Job, error) {
 		return nil, err
 	}
 	defer end()
-	jobs, err := q.readJobs(ctx, q.table().GetAll(anys(ids)...))
+	jobs, err := q.readJobs(ctx, q.db.Term().GetAll(rdb.Anys(ids)...))
 	if err != nil {
 		return nil, fmt.Errorf("queue %s: get jobs: %w", q.cfg.name, err)
 	}
@@ -45,7 +45,7 @@ func (q *Queue) GetJob(ctx context.Context, ids ...string) ([]*job.Job, error) {
 // readJobs runs a query that returns job documents and reads them as jobs.
 func (q *Queue) readJobs(ctx context.Context, term r.Term) ([]*job.Job, error) {
 	var docs []map[string]any
-	if err := q.readAll(ctx, term, &docs); err != nil {
+	if err := q.db.ReadAll(ctx, term, &docs); err != nil {
 		return nil, err
 	}
 	jobs := make([]*job.Job, len(docs))

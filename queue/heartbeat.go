@@ -93,14 +93,14 @@ func (p *processor) beat(started time.Time) error {
 	if len(ids) > 0 {
 		lease := q.cfg.heartbeatLease().Seconds()
 		renew := r.Expr(owned).Do(func(pc r.Term) r.Term {
-			return q.table().GetAll(ids...).Update(func(row r.Term) any {
+			return q.db.Term().GetAll(ids...).Update(func(row r.Term) any {
 				mine := row.Field("status").Eq(string(job.Active)).
 					And(row.Field("processCount").Eq(pc.Field(row.Field("id")))).
 					And(row.Field("dateEnable").Lt(r.Now().Add(lease)))
 				return r.Branch(mine, map[string]any{"dateEnable": r.Now().Add(lease)}, map[string]any{})
 			})
 		})
-		if _, err := q.write(ctx, renew); err != nil {
+		if _, err := q.db.Write(ctx, renew); err != nil {
 			return fmt.Errorf("renew leases: %w", err)
 		}
 	}
@@ -108,7 +108,7 @@ func (p *processor) beat(started time.Time) error {
 		"id": q.id, "started": started, "lastSeen": r.Now(), "running": running,
 		"concurrency": concurrency, "heartbeat": q.cfg.heartbeat.Milliseconds(),
 	}
-	if _, err := q.write(ctx, q.workersTable().Insert(entry, r.InsertOpts{Conflict: "replace", Durability: "soft"})); err != nil {
+	if _, err := q.db.Write(ctx, q.workersTable().Insert(entry, r.InsertOpts{Conflict: "replace", Durability: "soft"})); err != nil {
 		return fmt.Errorf("worker entry: %w", err)
 	}
 	return nil
@@ -119,7 +119,7 @@ func (p *processor) beat(started time.Time) error {
 func (p *processor) unregister() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	_, _ = p.q.write(ctx, p.q.workersTable().Get(p.q.id).Delete())
+	_, _ = p.q.db.Write(ctx, p.q.workersTable().Get(p.q.id).Delete())
 }
 
 // Workers lists the queues that process this table's jobs and are alive: those whose
@@ -145,7 +145,7 @@ func (q *Queue) Workers(ctx context.Context) ([]Worker, error) {
 	if err := q.readSide(ctx, q.workersTable(), q.workersTable().Filter(func(w r.Term) r.Term { return stale(w).Not() }).OrderBy("id"), &docs); err != nil {
 		return nil, fmt.Errorf("queue %s: list workers: %w", q.cfg.name, err)
 	}
-	if _, err := q.write(ctx, q.workersTable().Filter(stale).Delete()); err != nil && !noTable(err) {
+	if _, err := q.db.Write(ctx, q.workersTable().Filter(stale).Delete()); err != nil && !noTable(err) {
 		q.log.Info("pruning dead workers failed", "err", err)
 	}
 	out := make([]Worker, len(docs))
@@ -159,7 +159,7 @@ func (q *Queue) Workers(ctx context.Context) ([]Worker, error) {
 // hung. One read of the first entry of the original's active index.
 func (q *Queue) expiredLeases(ctx context.Context) (bool, error) {
 	var n int
-	err := q.readOne(ctx, q.table().Between(r.MinVal, r.Now(), r.BetweenOpts{Index: dbinit.IndexActiveDateEnable}).
+	err := q.db.ReadOne(ctx, q.db.Term().Between(r.MinVal, r.Now(), r.BetweenOpts{Index: dbinit.IndexActiveDateEnable}).
 		Limit(1).Count(), &n)
 	return n > 0, err
 }

@@ -43,17 +43,17 @@ func (q *Queue) updateJob(ctx context.Context, j *job.Job, e job.LogEntry, owner
 	j.QueueID = q.id
 	doc := rdb.Document(j)
 	trunc := rdb.TruncatedLog(j, q.id, q.cfg.limitJobLogs, j.Status)
-	term := q.table().Get(j.ID).Replace(func(old r.Term) any {
+	term := q.db.Term().Get(j.ID).Replace(func(old r.Term) any {
 		entry := r.Expr(rdb.LogDocument(e)).Merge(map[string]any{"data": old.Without("log")})
 		owned := r.Expr(true)
 		if owner > 0 {
 			owned = ownedBy(old, owner)
 		}
 		return r.Branch(old.Eq(nil), nil,
-			owned, r.Expr(doc).Merge(map[string]any{"log": q.appendLog(r.Expr(doc["log"]), entry, rdb.LogDocument(trunc))}),
+			owned, r.Expr(doc).Merge(map[string]any{"log": q.db.AppendLog(r.Expr(doc["log"]), entry, rdb.LogDocument(trunc))}),
 			old)
 	}, r.ReplaceOpts{ReturnChanges: true})
-	res, err := q.write(ctx, term)
+	res, err := q.db.Write(ctx, term)
 	if err != nil {
 		return fmt.Errorf("queue %s: update job %s: %w", q.cfg.name, j.ID, err)
 	}
@@ -78,8 +78,8 @@ func (s jobStore) SaveLog(ctx context.Context, j *job.Job, data any, message str
 	}
 	e := rdb.NewLog(j, q.id, data, message, typ, status)
 	trunc := rdb.TruncatedLog(j, q.id, q.cfg.limitJobLogs, e.Status)
-	res, err := q.write(ctx, q.table().Get(j.ID).Update(func(row r.Term) any {
-		return map[string]any{"log": q.appendLog(row.Field("log"), rdb.LogDocument(e), rdb.LogDocument(trunc)), "queueId": q.id}
+	res, err := q.db.Write(ctx, q.db.Term().Get(j.ID).Update(func(row r.Term) any {
+		return map[string]any{"log": q.db.AppendLog(row.Field("log"), rdb.LogDocument(e), rdb.LogDocument(trunc)), "queueId": q.id}
 	}))
 	if err != nil {
 		return fmt.Errorf("queue %s: add log to job %s: %w", q.cfg.name, j.ID, err)
@@ -117,16 +117,16 @@ func (s jobStore) SaveProgress(ctx context.Context, j *job.Job, percent float64)
 func (q *Queue) writeProgress(ctx context.Context, j *job.Job, percent float64, refresh bool) error {
 	e := rdb.NewLog(j, q.id, nil, job.MessageProgress, job.Information, job.Active)
 	trunc := rdb.TruncatedLog(j, q.id, q.cfg.limitJobLogs, job.Active)
-	term := q.table().Get(j.ID).Update(func(row r.Term) any {
+	term := q.db.Term().Get(j.ID).Update(func(row r.Term) any {
 		entry := r.Expr(rdb.LogDocument(e)).Merge(map[string]any{"data": row.Field("progress")})
 		return r.Branch(ownedBy(row, j.ProcessCount), map[string]any{
 			"queueId":    q.id,
 			"progress":   percent,
 			"dateEnable": q.leaseEnd(j, time.Now().UTC().Truncate(time.Millisecond)),
-			"log":        q.appendLog(row.Field("log"), entry, rdb.LogDocument(trunc)),
+			"log":        q.db.AppendLog(row.Field("log"), entry, rdb.LogDocument(trunc)),
 		}, map[string]any{})
 	}, r.UpdateOpts{ReturnChanges: true})
-	res, err := q.write(ctx, term)
+	res, err := q.db.Write(ctx, term)
 	if err != nil {
 		return fmt.Errorf("queue %s: update progress of job %s: %w", q.cfg.name, j.ID, err)
 	}
@@ -154,7 +154,7 @@ func ownedBy(doc r.Term, processCount int) r.Term {
 
 // refresh replaces j's fields with the stored document a write returned, so that the
 // caller's job is what is in the database.
-func (q *Queue) refresh(j *job.Job, res writeResult) error {
+func (q *Queue) refresh(j *job.Job, res rdb.WriteResult) error {
 	if res.Skipped > 0 || len(res.Changes) == 0 {
 		return fmt.Errorf("%w: %s", job.ErrNotFound, j.ID)
 	}

@@ -18,7 +18,7 @@ func (q *Queue) Reset(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	defer end()
-	res, err := q.write(ctx, q.table().Filter(func(doc r.Term) r.Term {
+	res, err := q.db.Write(ctx, q.db.Term().Filter(func(doc r.Term) r.Term {
 		return doc.Field("id").Ne(job.StateDocumentID)
 	}).Delete())
 	if err != nil {
@@ -78,7 +78,7 @@ func (q *Queue) Drop(ctx context.Context) error {
 
 // dropTable deletes the queue's table, last in a shutdown.
 func (q *Queue) dropTable(ctx context.Context) error {
-	if _, err := q.write(ctx, r.DB(q.cfg.db).TableDrop(q.cfg.name)); err != nil {
+	if _, err := q.db.Write(ctx, r.DB(q.cfg.db).TableDrop(q.cfg.name)); err != nil {
 		return fmt.Errorf("queue %s: drop table: %w", q.cfg.name, err)
 	}
 	q.emit(Event{Type: EventDropped})

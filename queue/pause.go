@@ -140,7 +140,7 @@ func (q *Queue) pausedGlobally() bool {
 // writeState records the queue's global state in the State Document, which every queue on
 // the table follows through its changefeed.
 func (q *Queue) writeState(ctx context.Context, state string) error {
-	if _, err := q.write(ctx, q.table().Insert(rdb.StateDocument(q.id, state), r.InsertOpts{Conflict: "replace"})); err != nil {
+	if _, err := q.db.Write(ctx, q.db.Term().Insert(rdb.StateDocument(q.id, state), r.InsertOpts{Conflict: "replace"})); err != nil {
 		return fmt.Errorf("queue %s: write state %q: %w", q.cfg.name, state, err)
 	}
 	return nil

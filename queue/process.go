@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -109,7 +110,7 @@ type processor struct {
 	handlers sync.WaitGroup
 
 	// The loop's own state.
-	// lost are candidates of a commit whose answer was lost: the write may have claimed
+	// lost are rdb.Candidates of a commit whose answer was lost: the write may have claimed
 	// them.
 	lost []string
 	// skip holds due documents that cannot be claimed (not well formed), left out of
@@ -257,11 +258,11 @@ func (p *processor) tick() time.Duration {
 	}
 	p.gather()
 	free, claiming := p.beginClaim()
-	var c candidates
+	var c rdb.Candidates
 	var readErr error
 	if claiming {
-		if c, readErr = q.readCandidates(ctx, free, p.skipList()); readErr != nil {
-			c = candidates{}
+		if c, readErr = q.db.ReadCandidates(ctx, free, p.skipList()); readErr != nil {
+			c = rdb.Candidates{}
 		}
 	}
 	claims, ids := p.claimsOf(c.Docs)
@@ -318,7 +319,7 @@ func (p *processor) tick() time.Duration {
 		return p.failedTick(readErr)
 	case !claiming:
 	case len(jobs) == free, len(c.Docs) > len(jobs):
-		// Every slot filled, or candidates were taken by other queues or left out as
+		// Every slot filled, or rdb.Candidates were taken by other queues or left out as
 		// malformed: there may be more.
 		return 0
 	default:
@@ -334,7 +335,7 @@ func (p *processor) tick() time.Duration {
 	return next
 }
 
-// claimsOf turns candidates into the claims of a commit (see claimSpec), keyed by id;
+// claimsOf turns candidates into the claims of a commit (see rdb.ClaimSpec), keyed by id;
 // those that cannot be processed are left out, from this claim and the next ones, and
 // reported once.
 func (p *processor) claimsOf(docs []map[string]any) (map[string]any, []string) {
@@ -342,13 +343,13 @@ func (p *processor) claimsOf(docs []map[string]any) (map[string]any, []string) {
 	ids := make([]string, 0, len(docs))
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	for _, doc := range docs {
-		j, err := p.q.claimable(doc)
+		j, err := rdb.Claimable(p.q.store(), doc)
 		if err != nil {
 			id, _ := doc["id"].(string)
 			p.noteMalformed(id, err)
 			continue
 		}
-		claims[j.ID] = p.q.claimSpec(j, now)
+		claims[j.ID] = p.q.db.ClaimSpec(j, now, p.q.leaseEnd(j, now))
 		ids = append(ids, j.ID)
 	}
 	return claims, ids
@@ -356,7 +357,7 @@ func (p *processor) claimsOf(docs []map[string]any) (map[string]any, []string) {
 
 // idle handles a claim that came back short: the queue raises idle when nothing runs, and
 // sleeps until the next delayed job falls due, or until woken.
-func (p *processor) idle(c candidates) time.Duration {
+func (p *processor) idle(c rdb.Candidates) time.Duration {
 	if p.runningCount() == 0 {
 		p.q.emit(Event{Type: EventIdle})
 	}
@@ -647,7 +648,7 @@ func (p *processor) dropDisowned(ctx context.Context) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	stamps, err := p.q.readStamps(ctx, ids)
+	stamps, err := p.q.db.ReadStamps(ctx, ids)
 	if err != nil {
 		return err
 	}

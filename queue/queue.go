@@ -16,6 +16,7 @@ import (
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
 	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -24,8 +25,10 @@ type Queue struct {
 	cfg     config
 	id      string
 	session *r.Session
-	log     *slog.Logger
-	events  *broker
+	// db is the queue's table in the storage layer: every query goes through it.
+	db     *rdb.Table
+	log    *slog.Logger
+	events *broker
 
 	// ready is closed when the database assertion has finished; readyErr is its outcome.
 	ready    chan struct{}
@@ -90,6 +93,8 @@ func New(ctx context.Context, cxn *ConnectOptions, opts *Options) (*Queue, error
 		jobOptions:  cfg.jobOptions,
 		removed:     make(map[string]time.Time),
 	}
+	q.db = &rdb.Table{Session: session, DB: cfg.db, Name: cfg.name, RunOpts: cfg.runOpts,
+		QueueID: q.id, LimitJobLogs: cfg.limitJobLogs}
 	q.log = cfg.logger.With("queue", q.id)
 	q.events = newBroker(cfg.eventBuffer, func(total uint64) {
 		q.log.Warn("an Events reader is behind: events dropped; read faster or raise Options.EventBuffer",

@@ -25,7 +25,7 @@ func (q *Queue) Review(ctx context.Context) (ReviewResult, error) {
 func (q *Queue) review(ctx context.Context) (ReviewResult, error) {
 	res, err := master.Review(ctx, master.Target{
 		Session:      q.session,
-		Table:        q.table(),
+		Table:        q.db.Term(),
 		RunOpts:      q.cfg.runOpts,
 		QueueID:      q.id,
 		LimitJobLogs: q.cfg.limitJobLogs,

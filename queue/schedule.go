@@ -90,7 +90,7 @@ func (q *Queue) Schedule(ctx context.Context, name, spec string, data any, opts 
 		"next":    sched.Next(time.Now()),
 		"queueId": q.id,
 	}
-	if _, err := q.write(ctx, q.schedulesTable().Insert(doc, r.InsertOpts{Conflict: "replace"})); err != nil {
+	if _, err := q.db.Write(ctx, q.schedulesTable().Insert(doc, r.InsertOpts{Conflict: "replace"})); err != nil {
 		return fmt.Errorf("queue %s: schedule %q: %w", q.cfg.name, name, err)
 	}
 	return nil
@@ -104,7 +104,7 @@ func (q *Queue) Unschedule(ctx context.Context, name string) error {
 		return err
 	}
 	defer end()
-	res, err := q.write(ctx, q.schedulesTable().Get(name).Delete())
+	res, err := q.db.Write(ctx, q.schedulesTable().Get(name).Delete())
 	if err != nil && !noTable(err) {
 		return fmt.Errorf("queue %s: unschedule %q: %w", q.cfg.name, name, err)
 	}
@@ -159,7 +159,7 @@ const sideTableWait = 10 * time.Second
 // made a moment ago and not ready for reads yet on a real server (it waits for the table,
 // then reads once more).
 func (q *Queue) readSide(ctx context.Context, tbl, term r.Term, dst any) error {
-	err := q.readAll(ctx, term, dst)
+	err := q.db.ReadAll(ctx, term, dst)
 	if noTable(err) {
 		return nil
 	}
@@ -167,10 +167,10 @@ func (q *Queue) readSide(ctx context.Context, tbl, term r.Term, dst any) error {
 		return err
 	}
 	var ready any
-	if werr := q.readOne(ctx, tbl.Wait(r.WaitOpts{Timeout: sideTableWait.Seconds()}), &ready); werr != nil {
+	if werr := q.db.ReadOne(ctx, tbl.Wait(r.WaitOpts{Timeout: sideTableWait.Seconds()}), &ready); werr != nil {
 		return errors.Join(err, werr)
 	}
-	return q.readAll(ctx, term, dst)
+	return q.db.ReadAll(ctx, term, dst)
 }
 
 // scheduleOptions are job options as a schedule stores them, durations in milliseconds.
@@ -274,7 +274,7 @@ func (q *Queue) fire(ctx context.Context, s storedSchedule) error {
 		return fmt.Errorf("schedule %q: enqueue the run of %s: %w", s.Name, s.Next.Format(time.RFC3339), err)
 	}
 	following := sched.Next(time.Now())
-	_, err = q.write(ctx, q.schedulesTable().Get(s.Name).Update(func(row r.Term) any {
+	_, err = q.db.Write(ctx, q.schedulesTable().Get(s.Name).Update(func(row r.Term) any {
 		return r.Branch(row.Field("next").Eq(s.Next), map[string]any{"next": following}, map[string]any{})
 	}))
 	if err != nil {

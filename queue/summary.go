@@ -32,7 +32,7 @@ func (q *Queue) Summary(ctx context.Context) (Summary, error) {
 		Group     any `rethinkdb:"group"`
 		Reduction int `rethinkdb:"reduction"`
 	}
-	if err := q.readAll(ctx, q.table().GroupByIndex(dbinit.IndexStatus).Count(), &groups); err != nil {
+	if err := q.db.ReadAll(ctx, q.db.Term().GroupByIndex(dbinit.IndexStatus).Count(), &groups); err != nil {
 		return Summary{}, fmt.Errorf("queue %s: summary: %w", q.cfg.name, err)
 	}
 	var s Summary

@@ -34,8 +34,7 @@ func (q *Queue) Wait(ctx context.Context, id string) (*job.Job, error) {
 	stop := context.AfterFunc(q.life, func() { cancel(ErrStopped) })
 	defer stop()
 
-	opts := q.opts(wctx)
-	cur, err := q.table().Get(ids[0]).Changes(r.ChangesOpts{IncludeInitial: true}).Run(q.session, opts)
+	cur, err := q.db.FollowJob(wctx, ids[0])
 	if err != nil {
 		return nil, q.waitErr(wctx, ids[0], err)
 	}

@@ -2,9 +2,6 @@ package rdb
 
 import (
 	"context"
-	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
-	"github.com/rjqgo/rethinkdb-job-queue/job"
-
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -14,6 +11,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
 const (

@@ -1,13 +1,13 @@
 package rdb
 
 import (
-	"github.com/rjqgo/rethinkdb-job-queue/job"
-
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
 func TestLogMessagesVerbatim(t *testing.T) {

@@ -1,12 +1,12 @@
 package rdb
 
 import (
-	"github.com/rjqgo/rethinkdb-job-queue/job"
-
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
 func TestRepeating(t *testing.T) {

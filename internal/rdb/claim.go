@@ -1,4 +1,4 @@
-package queue
+package rdb
 
 import (
 	"cmp"
@@ -11,12 +11,10 @@ import (
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
-	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
-	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
-// A claim is a read that picks the candidates, and the write that switches them to active
+// A claim is a read that picks the Candidates, and the write that switches them to active
 // (together with the outcomes waiting to be written, see commit.go).
 //
 // What a claim costs on a real RethinkDB is its index range reads and its write, not its
@@ -25,7 +23,7 @@ import (
 // array (measured on RethinkDB 2.4.4: limit 1, 1.5 ms; limit 50, 9 ms streamed and 31 ms as
 // an array). So:
 //
-//   - The candidates are read through dbinit.IndexClaim, whose keys never tie, so a range
+//   - The Candidates are read through IndexClaim, whose keys never tie, so a range
 //     read stops at what it takes however many jobs were added in the same millisecond.
 //   - The common case is one streamed range read: the head of the whole index in priority
 //     order, at most headSize entries, filtered to the due jobs and cut at the free slots.
@@ -36,7 +34,7 @@ import (
 //     higher priority hid from the head (a delayed job of high priority never holds back
 //     due jobs: the original's issue #83), and, from the first job after them, when the
 //     next delayed job falls due.
-//   - The reads run in readMode "outdated": they only propose candidates, read whole and
+//   - The reads run in readMode "outdated": they only propose Candidates, read whole and
 //     checked here with this library's own reading rules (claimable). The write runs on
 //     the primary with the queue's own run options and is a compare-and-set: it switches a
 //     job to active only if its status, processCount and retryCount are still what was
@@ -49,16 +47,16 @@ var priorities = []job.Priority{job.Highest, job.High, job.Medium, job.Normal, j
 // headSize is how many entries of the index head a claim of n reads at most.
 func headSize(n int) int { return n + 32 }
 
-// readTable is the queue's table for reads that only propose candidates.
-func (q *Queue) readTable() r.Term {
-	return r.DB(q.cfg.db).Table(q.cfg.name, r.TableOpts{ReadMode: "outdated"})
+// readTable is the queue's table for reads that only propose Candidates.
+func (t *Table) readTable() r.Term {
+	return r.DB(t.DB).Table(t.Name, r.TableOpts{ReadMode: "outdated"})
 }
 
 // claimRange is the claim index between [p, from] and [p, to] (for every priority when p
 // is zero), in index order.
-func (q *Queue) claimRange(lo, hi []any) r.Term {
-	idx := dbinit.IndexClaim
-	return q.readTable().Between(lo, hi, r.BetweenOpts{Index: idx, RightBound: "closed"}).OrderBy(r.OrderByOpts{Index: idx})
+func (t *Table) claimRange(lo, hi []any) r.Term {
+	idx := IndexClaim
+	return t.readTable().Between(lo, hi, r.BetweenOpts{Index: idx, RightBound: "closed"}).OrderBy(r.OrderByOpts{Index: idx})
 }
 
 // notSkipped leaves out the documents of skip.
@@ -73,11 +71,11 @@ func isDue(doc r.Term) r.Term {
 }
 
 // headTerm reads up to n due jobs among the first headSize(n) of the index.
-func (q *Queue) headTerm(n int, skip []string) r.Term {
+func (t *Table) headTerm(n int, skip []string) r.Term {
 	lo := []any{int(job.Highest), r.MinVal, r.MinVal, r.MinVal}
 	hi := []any{int(job.Lowest), r.MaxVal, r.MaxVal, r.MaxVal}
 	keep := notSkipped(skip)
-	return q.claimRange(lo, hi).Limit(headSize(n)).Filter(func(doc r.Term) r.Term {
+	return t.claimRange(lo, hi).Limit(headSize(n)).Filter(func(doc r.Term) r.Term {
 		return isDue(doc).And(keep(doc))
 	}).Limit(n)
 }
@@ -92,17 +90,17 @@ type entry struct {
 
 // priorityTerm reads the first n+1 jobs of priority p's range: its due jobs come first,
 // then the ones not due yet in the order they fall due.
-func (q *Queue) priorityTerm(p job.Priority, n int, skip []string) r.Term {
+func (t *Table) priorityTerm(p job.Priority, n int, skip []string) r.Term {
 	lo := []any{int(p), r.MinVal, r.MinVal, r.MinVal}
 	hi := []any{int(p), r.MaxVal, r.MaxVal, r.MaxVal}
-	return q.claimRange(lo, hi).Filter(notSkipped(skip)).Limit(n + 1).Map(func(doc r.Term) any {
+	return t.claimRange(lo, hi).Filter(notSkipped(skip)).Limit(n + 1).Map(func(doc r.Term) any {
 		due := isDue(doc)
 		return map[string]any{"doc": r.Branch(due, doc, nil), "due": due, "at": doc.Field("dateEnable")}
 	})
 }
 
-// candidates is what the candidate read found.
-type candidates struct {
+// Candidates is what the candidate read found.
+type Candidates struct {
 	// Docs are the due jobs to claim, in processing order, as they were read.
 	Docs []map[string]any
 	// NextDue is when the earliest job that is not due yet falls due; zero when there is
@@ -110,11 +108,11 @@ type candidates struct {
 	NextDue time.Time
 }
 
-// readCandidates reads up to n due jobs to claim (see the top of this file).
-func (q *Queue) readCandidates(ctx context.Context, n int, skip []string) (candidates, error) {
-	var c candidates
-	if err := q.readAll(ctx, q.headTerm(n, skip), &c.Docs); err != nil {
-		return candidates{}, fmt.Errorf("queue %s: read jobs to claim: %w", q.cfg.name, err)
+// ReadCandidates reads up to n due jobs to claim (see the top of this file).
+func (t *Table) ReadCandidates(ctx context.Context, n int, skip []string) (Candidates, error) {
+	var c Candidates
+	if err := t.ReadAll(ctx, t.headTerm(n, skip), &c.Docs); err != nil {
+		return Candidates{}, fmt.Errorf("queue %s: read jobs to claim: %w", t.Name, err)
 	}
 	if len(c.Docs) == n {
 		return c, nil
@@ -125,10 +123,10 @@ func (q *Queue) readCandidates(ctx context.Context, n int, skip []string) (candi
 	var more int
 	lo := []any{int(job.Highest), r.MinVal, r.MinVal, r.MinVal}
 	hi := []any{int(job.Lowest), r.MaxVal, r.MaxVal, r.MaxVal}
-	rest := q.readTable().Between(lo, hi, r.BetweenOpts{Index: dbinit.IndexClaim, RightBound: "closed"}).
+	rest := t.readTable().Between(lo, hi, r.BetweenOpts{Index: IndexClaim, RightBound: "closed"}).
 		Filter(notSkipped(skip)).Limit(len(c.Docs) + 1).Count()
-	if err := q.readOne(ctx, rest, &more); err != nil {
-		return candidates{}, fmt.Errorf("queue %s: read jobs to claim: %w", q.cfg.name, err)
+	if err := t.ReadOne(ctx, rest, &more); err != nil {
+		return Candidates{}, fmt.Errorf("queue %s: read jobs to claim: %w", t.Name, err)
 	}
 	if more <= len(c.Docs) {
 		return c, nil
@@ -137,11 +135,11 @@ func (q *Queue) readCandidates(ctx context.Context, n int, skip []string) (candi
 	errs := make([]error, len(priorities))
 	var wg sync.WaitGroup
 	for i, p := range priorities {
-		wg.Go(func() { errs[i] = q.readAll(ctx, q.priorityTerm(p, n, skip), &ranges[i]) })
+		wg.Go(func() { errs[i] = t.ReadAll(ctx, t.priorityTerm(p, n, skip), &ranges[i]) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return candidates{}, fmt.Errorf("queue %s: read jobs to claim: %w", q.cfg.name, err)
+		return Candidates{}, fmt.Errorf("queue %s: read jobs to claim: %w", t.Name, err)
 	}
 	c.Docs = c.Docs[:0]
 	for _, rng := range ranges {
@@ -157,12 +155,12 @@ func (q *Queue) readCandidates(ctx context.Context, n int, skip []string) (candi
 	return c, nil
 }
 
-// claimable reads a candidate as a job, or says why it cannot be processed: every field
-// this library reads must have a type it can read (rdb.FromDocument), and the counters and
+// Claimable reads a candidate as a job, or says why it cannot be processed: every field
+// this library reads must have a type it can read (FromDocument), and the counters and
 // durations the claim and the outcome compute with must be there. A document that fails
 // (written by hand or by another tool) is never claimed, so it cannot block the jobs
 // behind it.
-func (q *Queue) claimable(doc map[string]any) (*job.Job, error) {
+func Claimable(s Store, doc map[string]any) (*job.Job, error) {
 	for _, f := range []string{"priority", "timeout", "retryDelay", "retryCount", "retryMax", "processCount"} {
 		if _, ok := doc[f].(float64); !ok {
 			return nil, fmt.Errorf("%w: field %q is %T %v, not a number", job.ErrInvalidDocument, f, doc[f], doc[f])
@@ -171,15 +169,16 @@ func (q *Queue) claimable(doc map[string]any) (*job.Job, error) {
 	if _, ok := doc["log"].([]any); !ok {
 		return nil, fmt.Errorf("%w: field \"log\" is %T, not an array", job.ErrInvalidDocument, doc["log"])
 	}
-	return rdb.FromDocument(q.store(), doc)
+	return FromDocument(s, doc)
 }
 
-// claimSpec is what the write needs to claim one candidate: the values it was read with,
+// ClaimSpec is what the write needs to claim one candidate: the values it was read with,
 // which the write compares before it sets anything (so a job claimed, changed or
-// cancelled by anyone since is left alone), and the fields it then sets.
-func (q *Queue) claimSpec(j *job.Job, now time.Time) map[string]any {
+// cancelled by anyone since is left alone), and the fields it then sets, with leaseEnd
+// as the job's dateEnable (see LeaseEnd).
+func (t *Table) ClaimSpec(j *job.Job, now, leaseEnd time.Time) map[string]any {
 	claimed := *j
-	entry := rdb.WithoutData(rdb.NewLog(&claimed, q.id, nil, job.MessageActive, job.Information, job.Active))
+	entry := WithoutData(NewLog(&claimed, t.QueueID, nil, job.MessageActive, job.Information, job.Active))
 	entry.Date = now
 	return map[string]any{
 		"claim":  true,
@@ -189,12 +188,12 @@ func (q *Queue) claimSpec(j *job.Job, now time.Time) map[string]any {
 		"set": map[string]any{
 			"status":       string(job.Active),
 			"dateStarted":  now,
-			"dateEnable":   q.leaseEnd(j, now),
-			"queueId":      q.id,
+			"dateEnable":   leaseEnd,
+			"queueId":      t.QueueID,
 			"processCount": j.ProcessCount + 1,
 		},
-		"entry": rdb.LogDocument(entry),
-		"trunc": rdb.LogDocument(rdb.TruncatedLog(&claimed, q.id, q.cfg.limitJobLogs, job.Active)),
+		"entry": LogDocument(entry),
+		"trunc": LogDocument(TruncatedLog(&claimed, t.QueueID, t.LimitJobLogs, job.Active)),
 	}
 }
 
@@ -202,33 +201,33 @@ func (q *Queue) claimSpec(j *job.Job, now time.Time) map[string]any {
 // job is as it was read (same status, processCount and retryCount: nobody claimed, failed
 // or reanimated it since) and still due by the server's clock, it becomes active, with
 // the log entry "Job retrieved and active" and dateEnable moved to the end of its lease
-// (see leaseEnd). Times are not compared for equality: one written by another client
+// (see LeaseEnd). Times are not compared for equality: one written by another client
 // need not come back bit for bit after a round trip through this driver's encoding, and
 // such a claim would never match (measured with jobs the Node.js library added).
-func (q *Queue) claimUpdate(row, c r.Term) r.Term {
+func (t *Table) claimUpdate(row, c r.Term) r.Term {
 	unchanged := row.Field("status").Default(nil).Eq(c.Field("status")).
 		And(row.Field("processCount").Default(nil).Eq(c.Field("pc"))).
 		And(row.Field("retryCount").Default(nil).Eq(c.Field("rc"))).
 		And(row.Field("dateEnable").Default(nil).Le(r.Now()))
 	return r.Branch(unchanged, c.Field("set").Merge(map[string]any{
-		"log": q.appendLog(row.Field("log"), c.Field("entry"), c.Field("trunc")),
+		"log": t.AppendLog(row.Field("log"), c.Field("entry"), c.Field("trunc")),
 	}), nil)
 }
 
-// claimKey is a claimed job's place in the index before the claim, for processing order.
-type claimKey struct {
+// ClaimKey is a claimed job's place in the index before the claim, for processing order.
+type ClaimKey struct {
 	Priority    float64   `rethinkdb:"priority"`
 	DateEnable  time.Time `rethinkdb:"dateEnable"`
 	DateCreated time.Time `rethinkdb:"dateCreated"`
 }
 
-func (a claimKey) compare(b claimKey) int {
+func (a ClaimKey) compare(b ClaimKey) int {
 	return cmp.Or(cmp.Compare(a.Priority, b.Priority),
 		a.DateEnable.Compare(b.DateEnable),
 		a.DateCreated.Compare(b.DateCreated))
 }
 
-// sortClaimed orders claimed jobs as the index did.
-func sortClaimed(jobs []*job.Job, keys map[string]claimKey) {
+// SortClaimed orders claimed jobs as the index did.
+func SortClaimed(jobs []*job.Job, keys map[string]ClaimKey) {
 	slices.SortStableFunc(jobs, func(a, b *job.Job) int { return keys[a.ID].compare(keys[b.ID]) })
 }

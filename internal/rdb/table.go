@@ -1,0 +1,123 @@
+// Package rdb is the library's storage layer: every query it sends to RethinkDB, the
+// job document codec, the log-entry format, the index names it reads through, and the
+// retry and lease policy. Package queue decides what to do; this package says how it is
+// stored and fetched, in the Node.js library's database format.
+//
+// A Table is one queue's table and the identity its writes are stamped with. Its methods
+// build and run the queries; the pure parts (codec, log entries, policy) are plain
+// functions tested without a server.
+package rdb
+
+import (
+	"context"
+	"fmt"
+
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/dberr"
+)
+
+// Table is one queue's table and how to query it.
+type Table struct {
+	Session r.QueryExecutor
+	DB      string
+	Name    string
+	// RunOpts are the queue's query run options; Context is set per query.
+	RunOpts r.RunOpts
+	// QueueID is stamped on what the queue writes.
+	QueueID string
+	// LimitJobLogs is the queue's log limit (below 1: none).
+	LimitJobLogs int
+}
+
+// Term is the table, named with its database: rethinkdb-go drops RunOpts.DB.
+func (t *Table) Term() r.Term { return r.DB(t.DB).Table(t.Name) }
+
+// Side is the side table of the queue with the given suffix ("_workers", "_schedules"),
+// which the Node.js library never reads.
+func (t *Table) Side(suffix string) r.Term { return r.DB(t.DB).Table(t.Name + suffix) }
+
+// opts returns the run options for one call.
+func (t *Table) opts(ctx context.Context) r.RunOpts {
+	o := t.RunOpts
+	o.Context = ctx
+	return o
+}
+
+// ReadAll runs term and decodes every result into dst, a pointer to a slice. A context
+// that has ended already sends nothing.
+func (t *Table) ReadAll(ctx context.Context, term r.Term, dst any) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	cur, err := term.Run(t.Session, t.opts(ctx))
+	if err != nil {
+		return dberr.From(ctx, err)
+	}
+	return dberr.From(ctx, cur.All(dst))
+}
+
+// ReadOne runs term and decodes its single result into dst. A context that has ended
+// already sends nothing.
+func (t *Table) ReadOne(ctx context.Context, term r.Term, dst any) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	cur, err := term.Run(t.Session, t.opts(ctx))
+	if err != nil {
+		return dberr.From(ctx, err)
+	}
+	defer cur.Close()
+	return dberr.From(ctx, cur.One(dst))
+}
+
+// FollowJob is the changefeed of the job id, starting with its current value (none for a
+// job that is not in the table).
+func (t *Table) FollowJob(ctx context.Context, id string) (*r.Cursor, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cur, err := t.Term().Get(id).Changes(r.ChangesOpts{IncludeInitial: true}).Run(t.Session, t.opts(ctx))
+	return cur, dberr.From(ctx, err)
+}
+
+// WriteResult is a write query's response, with the ids that a guarded write found
+// missing or already present instead of writing (see whenAllExist and Insert).
+type WriteResult struct {
+	Inserted   int                `rethinkdb:"inserted"`
+	Replaced   int                `rethinkdb:"replaced"`
+	Unchanged  int                `rethinkdb:"unchanged"`
+	Skipped    int                `rethinkdb:"skipped"`
+	Deleted    int                `rethinkdb:"deleted"`
+	Errors     int                `rethinkdb:"errors"`
+	FirstError string             `rethinkdb:"first_error"`
+	Changes    []r.ChangeResponse `rethinkdb:"changes"`
+	Missing    []string           `rethinkdb:"missing"`
+	Exists     []string           `rethinkdb:"exists"`
+}
+
+// Write runs a write query and turns a reported write error into an error.
+func (t *Table) Write(ctx context.Context, term r.Term) (WriteResult, error) {
+	var res WriteResult
+	if err := t.ReadOne(ctx, term, &res); err != nil {
+		return res, err
+	}
+	if res.Errors > 0 {
+		return res, fmt.Errorf("rethinkdb: %s", res.FirstError)
+	}
+	return res, nil
+}
+
+// AppendLog appends entry to a log term under the table's log limit.
+func (t *Table) AppendLog(log r.Term, entry, trunc any) r.Term {
+	return AppendLogTerm(log, entry, trunc, t.LimitJobLogs)
+}
+
+// Anys converts ids for GetAll.
+func Anys(ids []string) []any {
+	out := make([]any, len(ids))
+	for i, id := range ids {
+		out[i] = id
+	}
+	return out
+}
