@@ -1,0 +1,331 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testserver"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+	"github.com/rjqgo/rethinkdb-job-queue/queue"
+)
+
+// chromium finds the browser for the dashboard test: RJQ_CHROMIUM, else the usual names
+// on PATH. Without one the test skips, since a browser is not a Go dependency.
+func chromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("RJQ_CHROMIUM"); p != "" {
+		path, err := exec.LookPath(p)
+		require.NoError(t, err, "RJQ_CHROMIUM=%s", p)
+		return path
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if path, err := exec.LookPath(name); err == nil {
+			return path
+		}
+	}
+	t.Skip("the dashboard's browser test needs Chromium: install it (Debian: apt-get install chromium) or set RJQ_CHROMIUM to its path")
+	return ""
+}
+
+// startWeb runs the built `rjq [global...] web --listen 127.0.0.1:0 [web...]`, on a port
+// the system picks, and returns the dashboard's URL; the server gets Ctrl-C when the test
+// ends.
+func startWeb(t *testing.T, bin string, global []string, web ...string) string {
+	t.Helper()
+	args := append(append(global, "web", "--listen", "127.0.0.1:0"), web...)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "RJQ_ADDR=")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	})
+	first := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		if sc.Scan() {
+			first <- sc.Text()
+		}
+		close(first)
+		for sc.Scan() { // read to the end, as Wait wants
+		}
+	}()
+	select {
+	case line, ok := <-first:
+		if !ok {
+			_ = cmd.Wait()
+			t.Fatalf("rjq web exited before serving: %s", stderr.String())
+		}
+		// "rjq web: http://127.0.0.1:PORT/ (queue …)"
+		fields := strings.Fields(line)
+		require.GreaterOrEqual(t, len(fields), 3, "rjq web printed %q", line)
+		return fields[2]
+	case <-time.After(time.Minute):
+		t.Fatal("rjq web printed no address within a minute")
+	}
+	return ""
+}
+
+// within runs browser actions under a deadline of their own, so a wait that never ends
+// fails the test with what it waited for instead of hanging it.
+func within(t *testing.T, ctx context.Context, d time.Duration, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	require.NoError(t, chromedp.Do(ctx, actions...), "waiting for %s", what)
+}
+
+// poll waits for a JavaScript expression to become truthy and returns its value.
+func poll[T any](t *testing.T, ctx context.Context, d time.Duration, what, expr string) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Poll[T](expr, chromedp.WithPollingTimeout(d)))
+	require.NoError(t, err, "waiting for %s", what)
+	return v
+}
+
+// screenshot saves the page as docs/NAME when RJQ_SCREENSHOTS is set: the README shows
+// these, and making them from the test keeps them true to the page.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	if os.Getenv("RJQ_SCREENSHOTS") == "" {
+		return
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	path := filepath.Join("..", "..", "docs", name)
+	require.NoError(t, os.WriteFile(path, png, 0o644))
+	t.Logf("saved %s", path)
+}
+
+// barWidth is a JavaScript expression: the rendered width of the progress bar that the
+// selector bar finds, in percent of its track, once it is within half a percent of want;
+// else 0. The rendered width, not the style, is what a user sees move.
+func barWidth(bar string, want float64) string {
+	return fmt.Sprintf(`(() => {
+		const b = document.querySelector(%q);
+		if (!b) return 0;
+		const w = b.getBoundingClientRect().width / b.parentElement.getBoundingClientRect().width * 100;
+		return Math.abs(w - %g) < 0.5 ? w : 0;
+	})()`, bar, want)
+}
+
+// The dashboard as a user sees it in a real browser: a job added meanwhile appears, its
+// cancel button cancels it, progress bars move as the handler reports progress, and the
+// throughput chart counts finished runs, all without a reload.
+func TestDashboardInABrowser(t *testing.T) {
+	browserPath := chromium(t)
+	srv := testserver.Get(t)
+	db := testserver.DB(t)
+	addr := net.JoinHostPort(srv.Host, strconv.Itoa(srv.Port))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const name = "emails"
+	lib, err := queue.New(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: db},
+		&queue.Options{Name: name, DatabaseInitDelay: -1, MasterInterval: -1, NoChangeFeed: true})
+	require.NoError(t, err)
+	defer func() { _ = lib.Stop(context.Background()) }()
+	require.NoError(t, lib.Ready(ctx))
+	// A job for later, so the dashboard shows a waiting one.
+	_, err = lib.AddJob(ctx, lib.CreateJob("monthly").SetName("report").SetDateEnable(time.Now().Add(time.Hour)))
+	require.NoError(t, err)
+
+	bin := binary(t)
+	base := []string{"--addr", addr, "--db", db, "--queue", name}
+	url := startWeb(t, bin, base, "--actions")
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browserPath),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, // Chromium runs as root in CI
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WindowSize(1280, 900),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	defer cancelBrowser()
+	// The first run starts the browser; it must not carry a deadline, which would end it.
+	require.NoError(t, chromedp.Do(bctx), "start %s", browserPath)
+	start := time.Now()
+
+	// Accept every confirmation dialog, keeping its message for the checks.
+	var dialogMu sync.Mutex
+	var dialogs []string
+	opened := chromedp.Events(bctx, page.JavascriptDialogOpening)
+	go func() {
+		for ev, err := range opened {
+			if err != nil {
+				return
+			}
+			dialogMu.Lock()
+			dialogs = append(dialogs, ev.Message)
+			dialogMu.Unlock()
+			_, _ = chromedp.Call(bctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+		}
+	}()
+
+	within(t, bctx, 30*time.Second, "the dashboard",
+		chromedp.Navigate(url),
+		chromedp.WaitVisible(chromedp.CSS("#count-waiting")),
+	)
+	// A reload would lose this; the checks at the end look for it.
+	_, err = chromedp.Run(bctx, chromedp.Evaluate[string](`window.rjqTestMarker = "same page"`))
+	require.NoError(t, err)
+
+	t.Run("a job added meanwhile appears", func(t *testing.T) {
+		added, err := lib.AddJob(ctx, lib.CreateJob("to ann").SetName("cancel-me"))
+		require.NoError(t, err)
+		id := added[0].ID
+		row := fmt.Sprintf(`tr[data-id=%q]`, id)
+		within(t, bctx, 20*time.Second, "the new job's row", chromedp.WaitVisible(chromedp.CSS(row)))
+		status, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(row+" .status")))
+		require.NoError(t, err)
+		assert.Equal(t, "waiting", status)
+
+		t.Run("its cancel button cancels it", func(t *testing.T) {
+			within(t, bctx, 20*time.Second, "the cancel click", chromedp.Click(chromedp.CSS(row+" button.cancel")))
+			require.Eventually(t, func() bool {
+				got, err := lib.GetJob(ctx, id)
+				return err == nil && got[0].Status == job.Cancelled
+			}, 20*time.Second, 50*time.Millisecond, "the job is cancelled in the database")
+			got, err := lib.GetJob(ctx, id)
+			require.NoError(t, err)
+			assert.Equal(t, "cancelled from the rjq dashboard", got[0].GetLastLog().Message)
+			dialogMu.Lock()
+			assert.Contains(t, dialogs, "cancel job "+id+"?", "the button asked first")
+			dialogMu.Unlock()
+			poll[bool](t, bctx, 20*time.Second, "the row to say cancelled",
+				fmt.Sprintf(`document.querySelector(%q)?.textContent === "cancelled"`, row+" .status"))
+		})
+	})
+
+	// A worker: quick jobs complete, "flaky" fails and waits an hour for its retry, "broken"
+	// fails for good, and "progress" reports progress a step at a time when the test says.
+	steps := make(chan float64)
+	var closeSteps sync.Once
+	finish := func() { closeSteps.Do(func() { close(steps) }) }
+	defer finish()
+	worker, err := queue.New(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: db},
+		&queue.Options{Name: name, DatabaseInitDelay: -1, MasterInterval: -1, Concurrency: 2}) // the feed wakes it for new jobs
+	require.NoError(t, err)
+	defer func() { _ = worker.Stop(context.Background()) }()
+	require.NoError(t, worker.Ready(ctx))
+	require.NoError(t, worker.Process(func(ctx context.Context, j *job.Job) (any, error) {
+		switch j.Name {
+		case "flaky":
+			return nil, errors.New("the mail server said no")
+		case "broken":
+			return nil, errors.New("no such recipient")
+		case "progress":
+			for {
+				select {
+				case p, ok := <-steps:
+					if !ok {
+						return "sent", nil
+					}
+					if err := j.UpdateProgress(ctx, p); err != nil {
+						return nil, err
+					}
+					if err := j.AddLog(ctx, nil, fmt.Sprintf("sent %.0f%% of the batch", p), "", ""); err != nil {
+						return nil, err
+					}
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+		}
+		return "ok", nil
+	}))
+
+	t.Run("the chart counts finished runs", func(t *testing.T) {
+		_, err := lib.AddJob(ctx,
+			lib.CreateJob(1).SetName("welcome"), lib.CreateJob(2).SetName("welcome"), lib.CreateJob(3).SetName("welcome"),
+			lib.CreateJob(4).SetName("flaky").SetRetryMax(1).SetRetryDelay(time.Hour),
+			lib.CreateJob(5).SetName("broken").SetRetryMax(0))
+		require.NoError(t, err)
+		poll[bool](t, bctx, 30*time.Second, "3 completed and 2 failed runs in the chart", `(() => {
+			const s = document.getElementById("throughput");
+			return +s.dataset.completed === 3 && +s.dataset.failed === 2 &&
+				s.querySelectorAll("rect.completed").length > 0 && s.querySelectorAll("rect.failed").length > 0;
+		})()`)
+	})
+
+	t.Run("progress bars move as the handler reports", func(t *testing.T) {
+		added, err := lib.AddJob(ctx, lib.CreateJob(map[string]any{"batch": 7}).SetName("progress"))
+		require.NoError(t, err)
+		id := added[0].ID
+		row := fmt.Sprintf(`tr[data-id=%q]`, id)
+		poll[bool](t, bctx, 30*time.Second, "the job to be active",
+			fmt.Sprintf(`document.querySelector(%q)?.textContent === "active"`, row+" .status"))
+		var last float64
+		for _, p := range []float64{25, 50} {
+			steps <- p
+			w := poll[float64](t, bctx, 20*time.Second, fmt.Sprintf("the row's bar at %.0f%%", p), barWidth(row+" .progress", p))
+			assert.Greater(t, w, last, "the bar moved")
+			last = w
+		}
+		screenshot(t, bctx, "rjq-web-dashboard.png")
+
+		// The job's page, reached by its link, moves its own bar.
+		within(t, bctx, 20*time.Second, "the job's page",
+			chromedp.Click(chromedp.CSS(row+" a")),
+			chromedp.WaitVisible(chromedp.CSS("#jobview")),
+		)
+		poll[float64](t, bctx, 20*time.Second, "the page's bar at 50%", barWidth("#jobprogress", 50))
+		steps <- 75
+		poll[float64](t, bctx, 20*time.Second, "the page's bar at 75%", barWidth("#jobprogress", 75))
+		poll[bool](t, bctx, 20*time.Second, "the step in the page's log",
+			`document.getElementById("joblog").textContent.includes("sent 75% of the batch")`)
+		screenshot(t, bctx, "rjq-web-job.png")
+
+		finish()
+		poll[bool](t, bctx, 20*time.Second, "the page to say completed",
+			`document.getElementById("job-status")?.textContent === "completed"`)
+		poll[float64](t, bctx, 20*time.Second, "the page's bar at 100%", barWidth("#jobprogress", 100))
+	})
+
+	marker, err := chromedp.Run(bctx, chromedp.Evaluate[string](`window.rjqTestMarker`))
+	require.NoError(t, err)
+	assert.Equal(t, "same page", marker, "everything above happened without a reload")
+
+	t.Run("a restarted dashboard's chart reads the last hour from the table", func(t *testing.T) {
+		again := startWeb(t, bin, base)
+		resp, err := http.Get(again + "api/throughput")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var chart struct{ Minutes []minuteCount }
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&chart))
+		require.Len(t, chart.Minutes, chartMinutes)
+		completed, failed := 0, 0
+		for _, m := range chart.Minutes {
+			completed += m.Completed
+			failed += m.Failed
+		}
+		assert.Equal(t, 4, completed, "3 welcome jobs and the progress job")
+		assert.Equal(t, 2, failed, "flaky waiting for its retry, broken terminated")
+	})
+	t.Logf("browser part took %v", time.Since(start).Round(100*time.Millisecond))
+}
