@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
-
-	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -34,46 +31,18 @@ func (q *Queue) CancelJob(ctx context.Context, reason string, ids ...string) ([]
 // cancel cancels jobs known to be valid ids, without the checks of a public call. A job
 // running here has its handler's context cancelled.
 func (q *Queue) cancel(ctx context.Context, reason string, ids []string) ([]string, error) {
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	res, err := q.db.Write(ctx, q.whenAllExist(ids, func(jobs r.Term) r.Term {
-		return jobs.Update(func(row r.Term) any { return q.cancelFields(row, now, reason) }, r.UpdateOpts{ReturnChanges: true})
-	}))
+	counts, missing, err := q.db.Cancel(ctx, ids, time.Now().UTC().Truncate(time.Millisecond), reason)
 	if err != nil {
 		return nil, fmt.Errorf("queue %s: cancel jobs: %w", q.cfg.name, err)
 	}
-	if len(res.Missing) > 0 {
-		return nil, missingError(res.Missing)
+	if len(missing) > 0 {
+		return nil, missingError(missing)
 	}
-	return ids, q.cancelled(ctx, ids, processCounts(res))
-}
-
-// processCounts maps the ids of the jobs a write changed to their processCount, which
-// tells which runs of them the write ended: those of a claim before it.
-func processCounts(res rdb.WriteResult) map[string]int {
-	counts := make(map[string]int, len(res.Changes))
-	for _, c := range res.Changes {
-		if doc, ok := c.NewValue.(map[string]any); ok {
-			id, _ := doc["id"].(string)
-			n, _ := doc["processCount"].(float64)
-			counts[id] = int(n)
-		}
-	}
-	return counts
-}
-
-// cancelFields is the update that cancels the job row.
-func (q *Queue) cancelFields(row r.Term, now time.Time, reason string) map[string]any {
-	entry, trunc := q.rowLog(row, now, reason, job.Cancelled, true)
-	return map[string]any{
-		"status":       string(job.Cancelled),
-		"dateFinished": now,
-		"log":          q.db.AppendLog(row.Field("log"), entry, trunc),
-		"queueId":      q.id,
-	}
+	return ids, q.cancelled(ctx, ids, counts)
 }
 
 // cancelled follows the cancel of jobs: the handlers here of the runs it ended (by their
-// processCount, see processCounts) are cancelled, their events raised, and they are
+// processCount, see rdb.Table.Cancel) are cancelled, their events raised, and they are
 // removed when finished jobs go at once.
 func (q *Queue) cancelled(ctx context.Context, ids []string, counts map[string]int) error {
 	p := q.processor()
@@ -104,19 +73,12 @@ func (q *Queue) ReanimateJob(ctx context.Context, dateEnable time.Time, ids ...s
 		dateEnable = now
 	}
 	dateEnable = dateEnable.UTC().Truncate(time.Millisecond)
-	err = q.updateAll(ctx, "reanimate", ids, func(row r.Term) any {
-		entry, trunc := q.rowLog(row, now, job.MessageReanimated, job.Waiting, false)
-		return map[string]any{
-			"status":     string(job.Waiting),
-			"dateEnable": dateEnable,
-			"retryCount": 0,
-			"progress":   0,
-			"log":        q.db.AppendLog(row.Field("log"), entry.Merge(map[string]any{"retryCount": 0}), trunc),
-			"queueId":    q.id,
-		}
-	})
+	missing, err := q.db.Reanimate(ctx, ids, now, dateEnable)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("queue %s: reanimate jobs: %w", q.cfg.name, err)
+	}
+	if len(missing) > 0 {
+		return nil, missingError(missing)
 	}
 	for _, id := range ids {
 		q.emit(Event{Type: EventReanimated, JobID: id})
@@ -143,40 +105,15 @@ func (q *Queue) RemoveJob(ctx context.Context, ids ...string) ([]string, error) 
 // delete removes jobs known to be valid ids and raises their removed events.
 func (q *Queue) delete(ctx context.Context, ids []string) error {
 	q.noteRemovals(ids)
-	res, err := q.db.Write(ctx, q.whenAllExist(ids, func(jobs r.Term) r.Term { return jobs.Delete() }))
+	missing, err := q.db.Delete(ctx, ids)
 	if err != nil {
 		return fmt.Errorf("queue %s: remove jobs: %w", q.cfg.name, err)
 	}
-	if len(res.Missing) > 0 {
-		return missingError(res.Missing)
+	if len(missing) > 0 {
+		return missingError(missing)
 	}
 	for _, id := range ids {
 		q.emit(Event{Type: EventRemoved, JobID: id})
 	}
 	return nil
-}
-
-// updateAll applies update to every job of ids in one query, or to none when one is
-// missing.
-func (q *Queue) updateAll(ctx context.Context, what string, ids []string, update func(row r.Term) any) error {
-	res, err := q.db.Write(ctx, q.whenAllExist(ids, func(jobs r.Term) r.Term { return jobs.Update(update) }))
-	if err != nil {
-		return fmt.Errorf("queue %s: %s jobs: %w", q.cfg.name, what, err)
-	}
-	if len(res.Missing) > 0 {
-		return missingError(res.Missing)
-	}
-	return nil
-}
-
-// rowLog builds a log entry inside a query, stamped with the row's own counters and date
-// (a time.Time, or r.Now() for the server's clock), and the truncation entry that goes
-// with it.
-func (q *Queue) rowLog(row r.Term, date any, message string, status job.Status, noData bool) (entry, trunc r.Term) {
-	return rdb.RowLog(q.id, q.cfg.limitJobLogs, message, rdb.Stamps{
-		Date:         date,
-		Status:       string(status),
-		RetryCount:   row.Field("retryCount"),
-		ProcessCount: row.Field("processCount"),
-	}, noData)
 }

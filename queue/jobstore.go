@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
-
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
@@ -40,20 +38,7 @@ var errNotOwned = errors.New("the job changed elsewhere while it ran")
 // owner writes only while the job is still active in the run that made that processCount
 // (errNotOwned otherwise).
 func (q *Queue) updateJob(ctx context.Context, j *job.Job, e job.LogEntry, owner int) error {
-	j.QueueID = q.id
-	doc := rdb.Document(j)
-	trunc := rdb.TruncatedLog(j, q.id, q.cfg.limitJobLogs, j.Status)
-	term := q.db.Term().Get(j.ID).Replace(func(old r.Term) any {
-		entry := r.Expr(rdb.LogDocument(e)).Merge(map[string]any{"data": old.Without("log")})
-		owned := r.Expr(true)
-		if owner > 0 {
-			owned = ownedBy(old, owner)
-		}
-		return r.Branch(old.Eq(nil), nil,
-			owned, r.Expr(doc).Merge(map[string]any{"log": q.db.AppendLog(r.Expr(doc["log"]), entry, rdb.LogDocument(trunc))}),
-			old)
-	}, r.ReplaceOpts{ReturnChanges: true})
-	res, err := q.db.Write(ctx, term)
+	res, err := q.db.ReplaceJob(ctx, j, e, owner)
 	if err != nil {
 		return fmt.Errorf("queue %s: update job %s: %w", q.cfg.name, j.ID, err)
 	}
@@ -77,10 +62,7 @@ func (s jobStore) SaveLog(ctx context.Context, j *job.Job, data any, message str
 		return err
 	}
 	e := rdb.NewLog(j, q.id, data, message, typ, status)
-	trunc := rdb.TruncatedLog(j, q.id, q.cfg.limitJobLogs, e.Status)
-	res, err := q.db.Write(ctx, q.db.Term().Get(j.ID).Update(func(row r.Term) any {
-		return map[string]any{"log": q.db.AppendLog(row.Field("log"), rdb.LogDocument(e), rdb.LogDocument(trunc)), "queueId": q.id}
-	}))
+	res, trunc, err := q.db.AppendJobLog(ctx, j, e)
 	if err != nil {
 		return fmt.Errorf("queue %s: add log to job %s: %w", q.cfg.name, j.ID, err)
 	}
@@ -115,18 +97,7 @@ func (s jobStore) SaveProgress(ctx context.Context, j *job.Job, percent float64)
 // With refresh, j is updated to the stored job; a trailing write runs beside the handler,
 // which owns j, and leaves it alone.
 func (q *Queue) writeProgress(ctx context.Context, j *job.Job, percent float64, refresh bool) error {
-	e := rdb.NewLog(j, q.id, nil, job.MessageProgress, job.Information, job.Active)
-	trunc := rdb.TruncatedLog(j, q.id, q.cfg.limitJobLogs, job.Active)
-	term := q.db.Term().Get(j.ID).Update(func(row r.Term) any {
-		entry := r.Expr(rdb.LogDocument(e)).Merge(map[string]any{"data": row.Field("progress")})
-		return r.Branch(ownedBy(row, j.ProcessCount), map[string]any{
-			"queueId":    q.id,
-			"progress":   percent,
-			"dateEnable": q.leaseEnd(j, time.Now().UTC().Truncate(time.Millisecond)),
-			"log":        q.db.AppendLog(row.Field("log"), entry, rdb.LogDocument(trunc)),
-		}, map[string]any{})
-	}, r.UpdateOpts{ReturnChanges: true})
-	res, err := q.db.Write(ctx, term)
+	res, err := q.db.WriteProgress(ctx, j, percent, q.leaseEnd(j, time.Now().UTC().Truncate(time.Millisecond)))
 	if err != nil {
 		return fmt.Errorf("queue %s: update progress of job %s: %w", q.cfg.name, j.ID, err)
 	}
@@ -144,12 +115,6 @@ func (q *Queue) writeProgress(ctx context.Context, j *job.Job, percent float64, 
 	}
 	q.emit(Event{Type: EventProgress, JobID: j.ID, Progress: percent})
 	return nil
-}
-
-// ownedBy is true while the job doc is active in the run that made the processCount'th
-// claim: nobody cancelled it, failed it in a review, or claimed it again since.
-func ownedBy(doc r.Term, processCount int) r.Term {
-	return doc.Field("status").Eq(string(job.Active)).And(doc.Field("processCount").Eq(processCount))
 }
 
 // refresh replaces j's fields with the stored document a write returned, so that the

@@ -4,10 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
-
-	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
 // Reset deletes every job of the queue and keeps the table, its indexes and the State
@@ -18,14 +14,12 @@ func (q *Queue) Reset(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	defer end()
-	res, err := q.db.Write(ctx, q.db.Term().Filter(func(doc r.Term) r.Term {
-		return doc.Field("id").Ne(job.StateDocumentID)
-	}).Delete())
+	n, err := q.db.DeleteJobs(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("queue %s: reset: %w", q.cfg.name, err)
 	}
-	q.emit(Event{Type: EventReset, Count: res.Deleted})
-	return res.Deleted, nil
+	q.emit(Event{Type: EventReset, Count: n})
+	return n, nil
 }
 
 // Stop shuts the queue down: it takes no new calls and claims no more jobs, waits for the
@@ -78,7 +72,7 @@ func (q *Queue) Drop(ctx context.Context) error {
 
 // dropTable deletes the queue's table, last in a shutdown.
 func (q *Queue) dropTable(ctx context.Context) error {
-	if _, err := q.db.Write(ctx, r.DB(q.cfg.db).TableDrop(q.cfg.name)); err != nil {
+	if err := q.db.Drop(ctx); err != nil {
 		return fmt.Errorf("queue %s: drop table: %w", q.cfg.name, err)
 	}
 	q.emit(Event{Type: EventDropped})

@@ -3,10 +3,6 @@ package queue
 import (
 	"context"
 	"fmt"
-
-	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
-
-	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 )
 
 // Paused reports whether the queue is paused.
@@ -140,7 +136,7 @@ func (q *Queue) pausedGlobally() bool {
 // writeState records the queue's global state in the State Document, which every queue on
 // the table follows through its changefeed.
 func (q *Queue) writeState(ctx context.Context, state string) error {
-	if _, err := q.db.Write(ctx, q.db.Term().Insert(rdb.StateDocument(q.id, state), r.InsertOpts{Conflict: "replace"})); err != nil {
+	if err := q.db.WriteState(ctx, state); err != nil {
 		return fmt.Errorf("queue %s: write state %q: %w", q.cfg.name, state, err)
 	}
 	return nil

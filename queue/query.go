@@ -4,23 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
-
-	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
-
-// whenAllExist guards write so that it runs only when every id is in the table; otherwise
-// nothing is written and the result lists the missing ids. One query does both, so a
-// call with one unknown id changes no job.
-func (q *Queue) whenAllExist(ids []string, write func(jobs r.Term) r.Term) r.Term {
-	keys := rdb.Anys(ids)
-	return q.db.Term().GetAll(keys...).Field("id").CoerceTo("array").Do(func(found r.Term) r.Term {
-		return r.Branch(found.Count().Eq(len(ids)),
-			write(q.db.Term().GetAll(keys...)),
-			map[string]any{"missing": r.Expr(ids).SetDifference(found)})
-	})
-}
 
 // missingError reports ids that are not in the table.
 func missingError(ids []string) error {

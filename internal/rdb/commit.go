@@ -95,9 +95,7 @@ func (t *Table) commitTerm(outs []Outcome, claims map[string]any) r.Term {
 // still owns the job.
 func (t *Table) outcomeUpdate(row, o r.Term) r.Term {
 	log := row.Field("log").Default(nil)
-	owned := row.Field("status").Default(nil).Eq(string(job.Active)).
-		And(row.Field("processCount").Default(nil).Eq(o.Field("pc")))
-	return r.Branch(owned, o.Field("set").Merge(map[string]any{
+	return r.Branch(ownedBy(row, o.Field("pc")), o.Field("set").Merge(map[string]any{
 		"log": r.Branch(log.TypeOf().Eq("ARRAY"),
 			t.AppendLog(log, o.Field("entry"), o.Field("trunc")),
 			r.Expr([]any{}).Append(o.Field("entry"))),
