@@ -84,7 +84,7 @@ const usage = `usage: rjq [--addr host:port] [--db name] [--queue name] [--json]
 commands:
   summary                  job counts by status
   list [--status s] [--name n] [--limit n] [--after id]
-                           jobs, newest first, a page at a time
+                           jobs in id order, a page at a time (--after: the last id shown)
   show ID                  one job with its log
   cancel ID... [--reason r]
   reanimate ID...
