@@ -21,6 +21,7 @@ func TestMain(m *testing.M) { testserver.Main(m) }
 
 type fixture struct {
 	session *r.Session
+	db      string
 	table   r.Term
 }
 
@@ -29,11 +30,11 @@ func newFixture(t *testing.T) fixture {
 	db := testserver.DB(t)
 	s := testserver.Session(t)
 	require.NoError(t, dbinit.Assert(context.Background(), dbinit.Target{Session: s, DB: db, Table: "jobs"}))
-	return fixture{session: s, table: r.DB(db).Table("jobs")}
+	return fixture{session: s, db: db, table: r.DB(db).Table("jobs")}
 }
 
 func (f fixture) target(retention master.Retention) master.Target {
-	return master.Target{Session: f.session, Table: f.table, QueueID: "master:q", LimitJobLogs: 100, Retention: retention}
+	return master.Target{Session: f.session, DB: f.db, Table: "jobs", QueueID: "master:q", LimitJobLogs: 100, Retention: retention}
 }
 
 // insert stores a job document with the given fields over sensible defaults.

@@ -102,7 +102,7 @@ func (p *processor) written(ctx context.Context, outs []*outcome, res commitResu
 	p.mu.Unlock()
 	if len(remove) > 0 {
 		q.noteRemovals(remove)
-		if _, err := q.db.Write(ctx, q.db.Term().GetAll(rdb.Anys(remove)...).Delete()); err != nil {
+		if err := q.db.DeleteAny(ctx, remove); err != nil {
 			q.emit(Event{Type: EventError, Err: fmt.Errorf("queue %s: remove finished jobs: %w", q.cfg.name, err)})
 			return again
 		}

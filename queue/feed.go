@@ -82,16 +82,14 @@ func (q *Queue) resync() {
 			q.log.Warn("checking the running jobs failed", "err", err)
 		}
 	}
-	var state struct {
-		State string `rethinkdb:"state"`
-	}
-	if err := q.db.ReadOne(q.feedLife, q.db.Term().Get(job.StateDocumentID).Default(map[string]any{}), &state); err != nil {
+	state, err := q.db.State(q.feedLife)
+	if err != nil {
 		q.log.Warn("reading the State Document failed", "err", err)
 	}
 	switch {
-	case state.State == "paused" && !q.Paused():
+	case state == "paused" && !q.Paused():
 		q.pauseGlobally()
-	case state.State == "active" && q.pausedGlobally():
+	case state == "active" && q.pausedGlobally():
 		q.resume(true)
 	}
 	q.wakeProcessing()

@@ -6,7 +6,6 @@ import (
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
-	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -36,10 +35,7 @@ func (q *Queue) FindJob(ctx context.Context, predicate any) ([]*job.Job, error) 
 		return nil, err
 	}
 	defer end()
-	term := q.db.Term().Filter(func(doc r.Term) r.Term {
-		return doc.Field("id").Ne(job.StateDocumentID)
-	}).Filter(filter).OrderBy("dateCreated")
-	jobs, err := q.readJobs(ctx, term)
+	jobs, err := q.db.FindJobs(ctx, q.store(), filter)
 	if err != nil {
 		return nil, fmt.Errorf("queue %s: find jobs: %w", q.cfg.name, err)
 	}
@@ -56,7 +52,7 @@ func (q *Queue) FindJobByName(ctx context.Context, name string) ([]*job.Job, err
 		return nil, err
 	}
 	defer end()
-	jobs, err := q.readJobs(ctx, q.byName(name).OrderBy("dateCreated"))
+	jobs, err := q.db.JobsNamed(ctx, q.store(), name)
 	if err != nil {
 		return nil, fmt.Errorf("queue %s: find jobs named %q: %w", q.cfg.name, name, err)
 	}
@@ -73,13 +69,9 @@ func (q *Queue) ContainsJobByName(ctx context.Context, name string) (bool, error
 		return false, err
 	}
 	defer end()
-	var empty bool
-	if err := q.db.ReadOne(ctx, q.byName(name).IsEmpty(), &empty); err != nil {
+	found, err := q.db.HasJobNamed(ctx, name)
+	if err != nil {
 		return false, fmt.Errorf("queue %s: look for jobs named %q: %w", q.cfg.name, name, err)
 	}
-	return !empty, nil
-}
-
-func (q *Queue) byName(name string) r.Term {
-	return q.db.Term().GetAllByIndex(dbinit.IndexName, name)
+	return found, nil
 }

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
-
-	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -19,7 +16,7 @@ func (q *Queue) GetJob(ctx context.Context, ids ...string) ([]*job.Job, error) {
 		return nil, err
 	}
 	defer end()
-	jobs, err := q.readJobs(ctx, q.db.Term().GetAll(rdb.Anys(ids)...))
+	jobs, err := q.db.GetJobs(ctx, q.store(), ids)
 	if err != nil {
 		return nil, fmt.Errorf("queue %s: get jobs: %w", q.cfg.name, err)
 	}
@@ -40,21 +37,4 @@ func (q *Queue) GetJob(ctx context.Context, ids ...string) ([]*job.Job, error) {
 		return ordered, fmt.Errorf("%w: %v", job.ErrNotFound, missing)
 	}
 	return ordered, nil
-}
-
-// readJobs runs a query that returns job documents and reads them as jobs.
-func (q *Queue) readJobs(ctx context.Context, term r.Term) ([]*job.Job, error) {
-	var docs []map[string]any
-	if err := q.db.ReadAll(ctx, term, &docs); err != nil {
-		return nil, err
-	}
-	jobs := make([]*job.Job, len(docs))
-	for i, doc := range docs {
-		j, err := rdb.FromDocument(q.store(), doc)
-		if err != nil {
-			return nil, err
-		}
-		jobs[i] = j
-	}
-	return jobs, nil
 }

@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
-
-	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
@@ -42,18 +39,12 @@ func (q *Queue) leaseEnd(j *job.Job, now time.Time) time.Time {
 	return rdb.LeaseEnd(j, now, hb)
 }
 
-// workersTable is the side table of the queue's workers, which the Node.js library never
-// reads.
-func (q *Queue) workersTable() r.Term { return r.DB(q.cfg.db).Table(q.cfg.name + "_workers") }
-
 // heartbeat renews the leases of the running jobs and this queue's worker entry every
 // Heartbeat/2 until the processor stops; it removes the entry then.
 func (p *processor) heartbeat() {
 	defer p.beats.Done()
 	q := p.q
-	if err := dbinit.Assert(p.hard, dbinit.Target{
-		Session: q.session, DB: q.cfg.db, Table: q.cfg.name + "_workers", RunOpts: q.cfg.runOpts, NoIndexes: true,
-	}); err != nil && p.hard.Err() == nil {
+	if err := q.assertSide(p.hard, rdb.WorkersSuffix); err != nil && p.hard.Err() == nil {
 		q.log.Warn("creating the workers table failed; Workers will not list this queue", "err", err)
 	}
 	started := time.Now()
@@ -80,35 +71,20 @@ func (p *processor) heartbeat() {
 func (p *processor) beat(started time.Time) error {
 	q := p.q
 	p.mu.Lock()
-	owned := make(map[string]any, len(p.running))
-	ids := make([]any, 0, len(p.running))
+	running := make(map[string]int, len(p.running))
 	for rn := range p.running {
-		owned[rn.claimed.ID] = rn.claimed.ProcessCount
-		ids = append(ids, rn.claimed.ID)
+		running[rn.claimed.ID] = rn.claimed.ProcessCount
 	}
-	running, concurrency := len(p.running), q.Concurrency()
+	n, concurrency := len(p.running), q.Concurrency()
 	p.mu.Unlock()
 	ctx, cancel := context.WithTimeout(p.hard, q.cfg.heartbeat)
 	defer cancel()
-	if len(ids) > 0 {
-		lease := q.cfg.heartbeatLease().Seconds()
-		renew := r.Expr(owned).Do(func(pc r.Term) r.Term {
-			return q.db.Term().GetAll(ids...).Update(func(row r.Term) any {
-				mine := row.Field("status").Eq(string(job.Active)).
-					And(row.Field("processCount").Eq(pc.Field(row.Field("id")))).
-					And(row.Field("dateEnable").Lt(r.Now().Add(lease)))
-				return r.Branch(mine, map[string]any{"dateEnable": r.Now().Add(lease)}, map[string]any{})
-			})
-		})
-		if _, err := q.db.Write(ctx, renew); err != nil {
+	if len(running) > 0 {
+		if err := q.db.RenewLeases(ctx, running, q.cfg.heartbeatLease()); err != nil {
 			return fmt.Errorf("renew leases: %w", err)
 		}
 	}
-	entry := map[string]any{
-		"id": q.id, "started": started, "lastSeen": r.Now(), "running": running,
-		"concurrency": concurrency, "heartbeat": q.cfg.heartbeat.Milliseconds(),
-	}
-	if _, err := q.db.Write(ctx, q.workersTable().Insert(entry, r.InsertOpts{Conflict: "replace", Durability: "soft"})); err != nil {
+	if err := q.db.PutWorker(ctx, started, n, concurrency, q.cfg.heartbeat); err != nil {
 		return fmt.Errorf("worker entry: %w", err)
 	}
 	return nil
@@ -119,7 +95,7 @@ func (p *processor) beat(started time.Time) error {
 func (p *processor) unregister() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	_, _ = p.q.db.Write(ctx, p.q.workersTable().Get(p.q.id).Delete())
+	_ = p.q.db.DeleteWorker(ctx)
 }
 
 // Workers lists the queues that process this table's jobs and are alive: those whose
@@ -132,20 +108,11 @@ func (q *Queue) Workers(ctx context.Context) ([]Worker, error) {
 		return nil, err
 	}
 	defer end()
-	stale := func(w r.Term) r.Term {
-		return w.Field("lastSeen").Add(w.Field("heartbeat").Mul(3).Div(1000)).Lt(r.Now())
-	}
-	var docs []struct {
-		QueueID     string    `rethinkdb:"id"`
-		Started     time.Time `rethinkdb:"started"`
-		LastSeen    time.Time `rethinkdb:"lastSeen"`
-		Running     int       `rethinkdb:"running"`
-		Concurrency int       `rethinkdb:"concurrency"`
-	}
-	if err := q.readSide(ctx, q.workersTable(), q.workersTable().Filter(func(w r.Term) r.Term { return stale(w).Not() }).OrderBy("id"), &docs); err != nil {
+	docs, err := q.db.Workers(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("queue %s: list workers: %w", q.cfg.name, err)
 	}
-	if _, err := q.db.Write(ctx, q.workersTable().Filter(stale).Delete()); err != nil && !noTable(err) {
+	if err := q.db.PruneWorkers(ctx); err != nil {
 		q.log.Info("pruning dead workers failed", "err", err)
 	}
 	out := make([]Worker, len(docs))
@@ -153,13 +120,4 @@ func (q *Queue) Workers(ctx context.Context) ([]Worker, error) {
 		out[i] = Worker(d)
 	}
 	return out, nil
-}
-
-// expiredLeases reports whether an active job's lease has passed: its worker died or
-// hung. One read of the first entry of the original's active index.
-func (q *Queue) expiredLeases(ctx context.Context) (bool, error) {
-	var n int
-	err := q.db.ReadOne(ctx, q.db.Term().Between(r.MinVal, r.Now(), r.BetweenOpts{Index: dbinit.IndexActiveDateEnable}).
-		Limit(1).Count(), &n)
-	return n > 0, err
 }

@@ -25,7 +25,8 @@ func (q *Queue) Review(ctx context.Context) (ReviewResult, error) {
 func (q *Queue) review(ctx context.Context) (ReviewResult, error) {
 	res, err := master.Review(ctx, master.Target{
 		Session:      q.session,
-		Table:        q.db.Term(),
+		DB:           q.cfg.db,
+		Table:        q.cfg.name,
 		RunOpts:      q.cfg.runOpts,
 		QueueID:      q.id,
 		LimitJobLogs: q.cfg.limitJobLogs,

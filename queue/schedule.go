@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
-	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
 	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
-	"github.com/rjqgo/rethinkdb-job-queue/internal/dberr"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -36,10 +34,6 @@ const scheduleTick = time.Second
 // specParser reads standard five-field cron specs, with an optional "CRON_TZ=Zone "
 // prefix, and the descriptors such as @hourly.
 var specParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
-// schedulesTable is the side table holding the queue's schedules, one document per
-// schedule, keyed by its name. The Node.js library never reads it.
-func (q *Queue) schedulesTable() r.Term { return r.DB(q.cfg.db).Table(q.cfg.name + "_schedules") }
 
 // Schedule adds (or replaces) the cron schedule name: at each time spec gives, a Queue
 // Master of the table enqueues a job with payload data and options opts (nil: the
@@ -79,18 +73,11 @@ func (q *Queue) Schedule(ctx context.Context, name, spec string, data any, opts 
 		return err
 	}
 	defer end()
-	if err := q.assertSchedules(ctx); err != nil {
+	if err := q.assertSide(ctx, rdb.SchedulesSuffix); err != nil {
 		return err
 	}
-	doc := map[string]any{
-		"id":      name,
-		"spec":    spec,
-		"data":    data,
-		"options": scheduleOptions(o),
-		"next":    sched.Next(time.Now()),
-		"queueId": q.id,
-	}
-	if _, err := q.db.Write(ctx, q.schedulesTable().Insert(doc, r.InsertOpts{Conflict: "replace"})); err != nil {
+	stored := rdb.StoredSchedule{Name: name, Spec: spec, Data: data, Options: rdb.ScheduleOptions(o), Next: sched.Next(time.Now())}
+	if err := q.db.PutSchedule(ctx, stored); err != nil {
 		return fmt.Errorf("queue %s: schedule %q: %w", q.cfg.name, name, err)
 	}
 	return nil
@@ -104,11 +91,11 @@ func (q *Queue) Unschedule(ctx context.Context, name string) error {
 		return err
 	}
 	defer end()
-	res, err := q.db.Write(ctx, q.schedulesTable().Get(name).Delete())
-	if err != nil && !noTable(err) {
+	found, err := q.db.DeleteSchedule(ctx, name)
+	if err != nil {
 		return fmt.Errorf("queue %s: unschedule %q: %w", q.cfg.name, name, err)
 	}
-	if res.Deleted == 0 {
+	if !found {
 		return fmt.Errorf("queue %s: unschedule %q: %w", q.cfg.name, name, job.ErrNotFound)
 	}
 	return nil
@@ -121,90 +108,26 @@ func (q *Queue) Schedules(ctx context.Context) ([]Schedule, error) {
 		return nil, err
 	}
 	defer end()
-	var docs []struct {
-		Name string    `rethinkdb:"id"`
-		Spec string    `rethinkdb:"spec"`
-		Next time.Time `rethinkdb:"next"`
-	}
-	if err := q.readSide(ctx, q.schedulesTable(), q.schedulesTable().OrderBy("id").Pluck("id", "spec", "next"), &docs); err != nil {
+	docs, err := q.db.Schedules(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("queue %s: list schedules: %w", q.cfg.name, err)
 	}
 	out := make([]Schedule, len(docs))
 	for i, d := range docs {
-		out[i] = Schedule(d)
+		out[i] = Schedule{Name: d.Name, Spec: d.Spec, Next: d.Next}
 	}
 	return out, nil
 }
 
-func (q *Queue) assertSchedules(ctx context.Context) error {
+// assertSide creates the side table of the queue with the given suffix if it is missing.
+func (q *Queue) assertSide(ctx context.Context, suffix string) error {
 	err := dbinit.Assert(ctx, dbinit.Target{
-		Session: q.session, DB: q.cfg.db, Table: q.cfg.name + "_schedules", RunOpts: q.cfg.runOpts, NoIndexes: true,
+		Session: q.session, DB: q.cfg.db, Table: q.cfg.name + suffix, RunOpts: q.cfg.runOpts, NoIndexes: true,
 	})
 	if err != nil {
-		return fmt.Errorf("queue %s: create the schedules table: %w", q.cfg.name, err)
+		return fmt.Errorf("queue %s: create the table %s: %w", q.cfg.name, q.cfg.name+suffix, err)
 	}
 	return nil
-}
-
-// noTable tells the error of a side table (schedules, workers) that was never made.
-func noTable(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "does not exist")
-}
-
-// sideTableWait bounds the wait for a side table that another process has just created.
-const sideTableWait = 10 * time.Second
-
-// readSide reads term, a read of the side table tbl, into dst. A side table is made by
-// the first queue that needs it, so a reader may find it missing (dst is left empty) or
-// made a moment ago and not ready for reads yet on a real server (it waits for the table,
-// then reads once more).
-func (q *Queue) readSide(ctx context.Context, tbl, term r.Term, dst any) error {
-	err := q.db.ReadAll(ctx, term, dst)
-	if noTable(err) {
-		return nil
-	}
-	if !dberr.Transient(err) || ctx.Err() != nil {
-		return err
-	}
-	var ready any
-	if werr := q.db.ReadOne(ctx, tbl.Wait(r.WaitOpts{Timeout: sideTableWait.Seconds()}), &ready); werr != nil {
-		return errors.Join(err, werr)
-	}
-	return q.db.ReadAll(ctx, term, dst)
-}
-
-// scheduleOptions are job options as a schedule stores them, durations in milliseconds.
-func scheduleOptions(o job.Options) map[string]any {
-	return map[string]any{
-		"priority":    int(o.Priority),
-		"timeout":     o.Timeout.Milliseconds(),
-		"retryDelay":  o.RetryDelay.Milliseconds(),
-		"repeatDelay": o.RepeatDelay.Milliseconds(),
-		"retryMax":    o.RetryMax,
-		"repeat":      o.Repeat,
-	}
-}
-
-// storedSchedule is a schedule document as read back.
-type storedSchedule struct {
-	Name    string         `rethinkdb:"id"`
-	Spec    string         `rethinkdb:"spec"`
-	Data    any            `rethinkdb:"data"`
-	Options map[string]any `rethinkdb:"options"`
-	Next    time.Time      `rethinkdb:"next"`
-}
-
-func (s storedSchedule) options() job.Options {
-	n := func(k string) int64 {
-		f, _ := s.Options[k].(float64)
-		return int64(f)
-	}
-	ms := func(k string) time.Duration { return time.Duration(n(k)) * time.Millisecond }
-	return job.Options{
-		Name: s.Name, Priority: job.Priority(n("priority")), Timeout: ms("timeout"),
-		RetryDelay: ms("retryDelay"), RepeatDelay: ms("repeatDelay"),
-		RetryMax: int(n("retryMax")), Repeat: int(n("repeat")),
-	}.WithDefaults()
 }
 
 // scheduleEvery enqueues the due runs of the table's schedules, and with heartbeats on
@@ -237,7 +160,7 @@ func (q *Queue) scheduleEvery() {
 // worker that died is recovered within seconds with heartbeats on, not at the next
 // MasterInterval.
 func (q *Queue) reviewExpired(ctx context.Context) {
-	expired, err := q.expiredLeases(ctx)
+	expired, err := q.db.ExpiredLeases(ctx)
 	if err != nil || !expired {
 		return
 	}
@@ -251,8 +174,7 @@ func (q *Queue) reviewExpired(ctx context.Context) {
 // fire time, so masters that fire the same run at once add it once; the move is a
 // compare-and-set on the fire time, so no run is skipped or moved twice.
 func (q *Queue) fireDue(ctx context.Context) error {
-	var due []storedSchedule
-	err := q.readSide(ctx, q.schedulesTable(), q.schedulesTable().Filter(func(s r.Term) r.Term { return s.Field("next").Le(r.Now()) }), &due)
+	due, err := q.db.DueSchedules(ctx)
 	if err != nil {
 		return err
 	}
@@ -263,21 +185,18 @@ func (q *Queue) fireDue(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (q *Queue) fire(ctx context.Context, s storedSchedule) error {
+func (q *Queue) fire(ctx context.Context, s rdb.StoredSchedule) error {
 	sched, err := specParser.Parse(s.Spec)
 	if err != nil {
 		return fmt.Errorf("schedule %q: %w", s.Name, err)
 	}
-	j := job.New(s.Data, s.options())
+	j := job.New(s.Data, s.JobOptions())
 	j.ID = job.UniqueID("rjq-schedule/" + s.Name + "/" + s.Next.UTC().Format(time.RFC3339Nano))
 	if _, err := q.AddJob(ctx, j); err != nil && !errors.Is(err, job.ErrExists) {
 		return fmt.Errorf("schedule %q: enqueue the run of %s: %w", s.Name, s.Next.Format(time.RFC3339), err)
 	}
 	following := sched.Next(time.Now())
-	_, err = q.db.Write(ctx, q.schedulesTable().Get(s.Name).Update(func(row r.Term) any {
-		return r.Branch(row.Field("next").Eq(s.Next), map[string]any{"next": following}, map[string]any{})
-	}))
-	if err != nil {
+	if err := q.db.MoveSchedule(ctx, s.Name, s.Next, following); err != nil {
 		return fmt.Errorf("schedule %q: move on: %w", s.Name, err)
 	}
 	return nil

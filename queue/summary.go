@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -28,34 +27,16 @@ func (q *Queue) Summary(ctx context.Context) (Summary, error) {
 		return Summary{}, err
 	}
 	defer end()
-	var groups []struct {
-		Group     any `rethinkdb:"group"`
-		Reduction int `rethinkdb:"reduction"`
-	}
-	if err := q.db.ReadAll(ctx, q.db.Term().GroupByIndex(dbinit.IndexStatus).Count(), &groups); err != nil {
+	counts, err := q.db.CountByStatus(ctx)
+	if err != nil {
 		return Summary{}, fmt.Errorf("queue %s: summary: %w", q.cfg.name, err)
 	}
-	var s Summary
-	for _, g := range groups {
-		status, ok := g.Group.(string)
-		if !ok {
-			continue // the State Document has no status
-		}
-		s.Total += g.Reduction
-		switch job.Status(status) {
-		case job.Waiting:
-			s.Waiting = g.Reduction
-		case job.Active:
-			s.Active = g.Reduction
-		case job.Completed:
-			s.Completed = g.Reduction
-		case job.Cancelled:
-			s.Cancelled = g.Reduction
-		case job.Failed:
-			s.Failed = g.Reduction
-		case job.Terminated:
-			s.Terminated = g.Reduction
-		}
+	s := Summary{
+		Waiting: counts[job.Waiting], Active: counts[job.Active], Completed: counts[job.Completed],
+		Cancelled: counts[job.Cancelled], Failed: counts[job.Failed], Terminated: counts[job.Terminated],
+	}
+	for _, n := range counts {
+		s.Total += n
 	}
 	return s, nil
 }

@@ -88,6 +88,12 @@ func (t *Table) Delete(ctx context.Context, ids []string) (missing []string, err
 	return res.Missing, err
 }
 
+// DeleteAny removes those of the jobs ids that are in the table.
+func (t *Table) DeleteAny(ctx context.Context, ids []string) error {
+	_, err := t.Write(ctx, t.Term().GetAll(Anys(ids)...).Delete())
+	return err
+}
+
 // DeleteJobs removes every job and keeps the State Document; it returns how many it
 // removed.
 func (t *Table) DeleteJobs(ctx context.Context) (int, error) {

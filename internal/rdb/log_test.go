@@ -255,3 +255,15 @@ func assertMillisUTC(t *testing.T, tm time.Time) {
 	assert.Equal(t, time.UTC, tm.Location())
 	assert.Equal(t, 0, tm.Nanosecond()%int(time.Millisecond))
 }
+
+func TestRowLogEntryCarriesTheOriginalsFields(t *testing.T) {
+	// The constant part of an in-query entry is LogDocument's, without data when asked.
+	var none job.Job
+	e := WithoutData(NewLog(&none, "q1", nil, job.MessageReanimated, job.Information, ""))
+	doc := LogDocument(e)
+	assert.NotContains(t, doc, "data")
+	for _, k := range []string{"date", "queueId", "message", "type", "status", "retryCount", "processCount"} {
+		assert.Contains(t, doc, k)
+	}
+	assert.Contains(t, LogDocument(NewLog(&none, "q1", nil, "", "", "")), "data", "data: null unless left out")
+}

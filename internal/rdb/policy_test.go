@@ -51,3 +51,28 @@ func TestBackoffJitterStaysInBounds(t *testing.T) {
 		assert.LessOrEqual(t, d, 3*time.Second)
 	}
 }
+
+func TestLeaseEnd(t *testing.T) {
+	now := time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC)
+	j := job.New(nil, job.DefaultOptions())
+	j.Timeout, j.RetryDelay, j.RetryCount = 5*time.Minute, 10*time.Minute, 2
+	for _, tt := range []struct {
+		name      string
+		heartbeat time.Duration
+		want      time.Time
+	}{
+		{"the original's lease: timeout + retryDelay × retryCount", 0, now.Add(25 * time.Minute)},
+		{"heartbeats off (negative)", -time.Second, now.Add(25 * time.Minute)},
+		{"a heartbeat lease that ends sooner", 11 * time.Second, now.Add(11 * time.Second)},
+		{"never later than the original's", time.Hour, now.Add(25 * time.Minute)},
+	} {
+		assert.Equal(t, tt.want, LeaseEnd(j, now, tt.heartbeat), tt.name)
+	}
+}
+
+func TestRetryDelayFollowsTheJobsBackoff(t *testing.T) {
+	j := job.New(nil, job.DefaultOptions())
+	assert.Equal(t, 3*j.RetryDelay, RetryDelay(j, 3), "linear by default")
+	j.SetBackoff(job.Backoff{Exponential: true, Min: time.Second, Max: time.Minute})
+	assert.Equal(t, 4*time.Second, RetryDelay(j, 3))
+}

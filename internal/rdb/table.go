@@ -1,7 +1,9 @@
-// Package rdb is the library's storage layer: every query it sends to RethinkDB, the
-// job document codec, the log-entry format, the index names it reads through, and the
-// retry and lease policy. Package queue decides what to do; this package says how it is
-// stored and fetched, in the Node.js library's database format.
+// Package rdb is the library's storage layer: the queries it sends to RethinkDB, the job
+// document codec, the log-entry format, the index definitions, and the retry and lease
+// policy. Packages queue and master decide what to do; this package says how it is stored
+// and fetched, in the Node.js library's database format. Two kinds of query live in the
+// packages the layout gives them: creating the database, tables and indexes (dbinit) and
+// following the table's changefeed (changefeed); both read index names from here.
 //
 // A Table is one queue's table and the identity its writes are stamped with. Its methods
 // build and run the queries; the pure parts (codec, log entries, policy) are plain

@@ -1,0 +1,67 @@
+package rdb
+
+import (
+	"context"
+	"time"
+
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// MessageOrphan is the log message of a job the review fails, the original's.
+const MessageOrphan = "Master: " + job.MessageFailed
+
+// FailOrphans fails the active jobs whose dateEnable has passed, read through the
+// indexActiveDateEnable range [-∞, now). The update checks again, so a job its worker
+// finished meanwhile is left alone. A document with fields of the wrong type (written by
+// hand or by another tool) is failed all the same: a retry count that is not a number
+// counts as 0, a log that is not an array is replaced; nothing in the update can raise an
+// error that would stop the review of the others.
+func (t *Table) FailOrphans(ctx context.Context) (int, error) {
+	orphans := t.Term().Between(r.MinVal, r.Now(), r.BetweenOpts{Index: IndexActiveDateEnable})
+	n, err := t.Write(ctx, orphans.Update(func(row r.Term) any {
+		number := func(field string) r.Term {
+			v := row.Field(field).Default(nil)
+			return r.Branch(v.TypeOf().Eq("NUMBER"), v, 0)
+		}
+		retryCount, retryMax, processCount := number("retryCount"), number("retryMax"), number("processCount")
+		retry := retryCount.Lt(retryMax)
+		status := r.Branch(retry, string(job.Failed), string(job.Terminated))
+		entry, trunc := RowLog(t.QueueID, t.LimitJobLogs, MessageOrphan, Stamps{
+			Date:         r.Now(),
+			Status:       status,
+			Type:         r.Branch(retry, string(job.Warning), string(job.Error)),
+			RetryCount:   retryCount,
+			ProcessCount: processCount,
+		}, true)
+		entry = entry.Merge(map[string]any{"dateEnable": row.Field("dateEnable")})
+		log := row.Field("log").Default(nil)
+		orphaned := row.Field("status").Eq(string(job.Active)).And(row.Field("dateEnable").Lt(r.Now()))
+		return r.Branch(orphaned, map[string]any{
+			"status":       status,
+			"dateFinished": r.Now(),
+			"retryCount":   r.Branch(retry, retryCount.Add(1), retryCount),
+			"log": r.Branch(log.TypeOf().Eq("ARRAY"),
+				AppendLogTerm(log, entry, trunc, t.LimitJobLogs),
+				[]any{entry}),
+			"queueId": t.QueueID,
+		}, nil)
+	}))
+	if err != nil {
+		return n.Replaced, err
+	}
+	return n.Replaced, nil
+}
+
+// RemoveFinished deletes the finished jobs whose dateFinished is older than period by the
+// server's clock (every finished job for a period of 0), read through the
+// indexFinishedDateFinished range.
+func (t *Table) RemoveFinished(ctx context.Context, period time.Duration) (int, error) {
+	upTo := any(r.MaxVal)
+	if period > 0 {
+		upTo = r.Now().Sub(period.Seconds())
+	}
+	n, err := t.Write(ctx, t.Term().Between(r.MinVal, upTo, r.BetweenOpts{Index: IndexFinishedDateFinished}).Delete())
+	return n.Deleted, err
+}
