@@ -28,8 +28,7 @@ const removalMemory = time.Minute
 // table and indexes that a restarted server may have lost; once it is back, the queue
 // claims again and catches up with the State Document, since changes made meanwhile are
 // lost. first receives the outcome of the first subscription, which Ready waits for.
-func (q *Queue) follow(first chan<- error) {
-	defer q.feedDone.Done()
+func (q *Queue) follow(ctx context.Context, first chan<- error) {
 	backoff := time.Duration(0)
 	opened := false
 	for {
@@ -43,8 +42,8 @@ func (q *Queue) follow(first chan<- error) {
 			q.log.Info("changefeed reopened")
 			q.resync()
 		}
-		err := changefeed.Follow(q.feedLife, q.session, q.db.Term(), q.cfg.runOpts, subscribed, q.onChange)
-		if q.feedLife.Err() != nil {
+		err := changefeed.Follow(ctx, q.session, q.db.Term(), q.cfg.runOpts, subscribed, q.onChange)
+		if ctx.Err() != nil {
 			return
 		}
 		err = fmt.Errorf("queue %s: changefeed: %w", q.cfg.name, err)
@@ -58,14 +57,14 @@ func (q *Queue) follow(first chan<- error) {
 			backoff = min(max(2*backoff, 100*time.Millisecond), maxFeedBackoff)
 			select {
 			case <-time.After(backoff):
-			case <-q.feedLife.Done():
+			case <-ctx.Done():
 				return
 			}
-			err := dbinit.Assert(q.feedLife, dbinit.Target{Session: q.session, DB: q.cfg.db, Table: q.cfg.name, RunOpts: q.cfg.runOpts})
+			err := dbinit.Assert(ctx, dbinit.Target{Session: q.session, DB: q.cfg.db, Table: q.cfg.name, RunOpts: q.cfg.runOpts})
 			if err == nil {
 				break
 			}
-			if q.feedLife.Err() != nil {
+			if ctx.Err() != nil {
 				return
 			}
 			q.emit(Event{Type: EventError, Err: fmt.Errorf("queue %s: reconnect: %w", q.cfg.name, err)})
@@ -78,11 +77,11 @@ func (q *Queue) follow(first chan<- error) {
 // resume, and claims again.
 func (q *Queue) resync() {
 	if p := q.processor(); p != nil {
-		if err := p.dropDisowned(q.feedLife); err != nil {
+		if err := p.dropDisowned(q.feed.Context()); err != nil {
 			q.log.Warn("checking the running jobs failed", "err", err)
 		}
 	}
-	state, err := q.db.State(q.feedLife)
+	state, err := q.db.State(q.feed.Context())
 	if err != nil {
 		q.log.Warn("reading the State Document failed", "err", err)
 	}
@@ -100,7 +99,7 @@ func (q *Queue) resync() {
 // when its running jobs are done, unless a resume came first.
 func (q *Queue) pauseGlobally() {
 	resumed := q.beginPause(true)
-	go func() { _ = q.finishPause(q.feedLife, true, resumed) }()
+	q.feed.Go(func(ctx context.Context) { _ = q.finishPause(ctx, true, resumed) })
 }
 
 // onChange acts on one change of the feed.
@@ -188,8 +187,7 @@ func (q *Queue) forgetRemoval(id string) bool {
 // subscribeFirst opens the changefeed for the first time, for initialize.
 func (q *Queue) subscribeFirst(ctx context.Context) error {
 	first := make(chan error, 1)
-	q.feedDone.Add(1)
-	go q.follow(first)
+	q.feed.Go(func(ctx context.Context) { q.follow(ctx, first) })
 	select {
 	case err := <-first:
 		return err

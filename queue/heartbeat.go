@@ -41,8 +41,7 @@ func (q *Queue) leaseEnd(j *job.Job, now time.Time) time.Time {
 
 // heartbeat renews the leases of the running jobs and this queue's worker entry every
 // Heartbeat/2 until the processor stops; it removes the entry then.
-func (p *processor) heartbeat() {
-	defer p.beats.Done()
+func (p *processor) heartbeat(context.Context) {
 	q := p.q
 	if err := q.assertSide(p.hard, rdb.WorkersSuffix); err != nil && p.hard.Err() == nil {
 		q.log.Warn("creating the workers table failed; Workers will not list this queue", "err", err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/lifecycle"
 )
 
 // Reset deletes every job of the queue and keeps the table, its indexes and the State
@@ -97,23 +99,26 @@ func (q *Queue) beginShutdown() bool {
 	q.stopped = true
 	q.mu.Unlock()
 	q.emit(Event{Type: EventStopping})
-	q.endLife()
+	q.bg.Cancel(nil)
 	return true
 }
 
 // finishShutdown waits for the calls, the runs and the background work, then releases the
 // connection and closes the event channels.
 func (q *Queue) finishShutdown(ctx context.Context, last func(context.Context) error) error {
-	waitErr := wait(ctx, q.ops.Wait, q.background.Wait)
+	waitErr := lifecycle.Wait(ctx, q.ops.Wait)
+	if waitErr == nil {
+		waitErr = q.bg.Wait(ctx)
+	}
 	if p := q.processor(); p != nil {
 		// With ctx over already, this gives up at once: the runs are cut off.
 		if err := p.stop(ctx); waitErr == nil {
 			waitErr = err
 		}
 	}
-	q.endFeed()
+	q.feed.Cancel(nil)
 	if waitErr == nil {
-		waitErr = wait(ctx, q.feedDone.Wait)
+		waitErr = q.feed.Wait(ctx)
 	}
 	q.mu.Lock()
 	q.closed = true
@@ -131,21 +136,4 @@ func (q *Queue) finishShutdown(ctx context.Context, last func(context.Context) e
 	q.emit(Event{Type: EventDetached})
 	q.events.close()
 	return errors.Join(waitErr, lastErr)
-}
-
-// wait runs each wait function in turn and returns early with ctx's error if ctx ends first.
-func wait(ctx context.Context, waits ...func()) error {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for _, w := range waits {
-			w()
-		}
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -32,11 +32,7 @@ func (q *Queue) Pause(ctx context.Context, global bool) error {
 	}
 	if q.inHandler(ctx) {
 		resumed := q.beginPause(global)
-		q.background.Add(1)
-		go func() {
-			defer q.background.Done()
-			_ = q.finishPause(q.life, global, resumed)
-		}()
+		q.bg.Go(func(ctx context.Context) { _ = q.finishPause(ctx, global, resumed) })
 		return nil
 	}
 	return q.pause(ctx, global)

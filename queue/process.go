@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/lifecycle"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
@@ -83,13 +84,14 @@ type processor struct {
 	handler Handler
 	// wake asks the loop to go round; a send never blocks (capacity 1).
 	wake chan struct{}
-	// quit ends the loop once Stop has waited for the runs and their outcomes; done is
-	// closed when the loop has ended.
-	quit, done chan struct{}
+	// quit ends the loop and the heartbeat once Stop has waited for the runs and their
+	// outcomes.
+	quit chan struct{}
 
-	// hard ends every run's context and the loop's queries when Stop gives up waiting.
-	hard  context.Context
-	abort context.CancelCauseFunc
+	// svc runs the loop and the heartbeat. Its context, hard, ends every run's context and
+	// the loop's queries when Stop gives up waiting (cause ErrStopped).
+	svc  *lifecycle.Service
+	hard context.Context
 
 	mu sync.Mutex
 	// running holds the runs in progress. It is keyed by run, not job id: a job can be
@@ -118,8 +120,6 @@ type processor struct {
 	skip     map[string]time.Time
 	reported map[string]bool
 	backoff  time.Duration
-	// beats is the heartbeat goroutine, which ends with quit.
-	beats sync.WaitGroup
 }
 
 // run is one claimed job being processed.
@@ -161,18 +161,17 @@ func (q *Queue) Process(handler Handler) error {
 		handler:  chain(handler, q.cfg.middleware),
 		wake:     make(chan struct{}, 1),
 		quit:     make(chan struct{}),
-		done:     make(chan struct{}),
 		running:  make(map[*run]struct{}),
 		drained:  make(chan struct{}),
 		skip:     make(map[string]time.Time),
 		reported: make(map[string]bool),
 	}
-	p.hard, p.abort = context.WithCancelCause(context.Background())
+	p.svc = lifecycle.New()
+	p.hard = p.svc.Context()
 	q.proc = p
-	go p.loop()
+	p.svc.Go(p.loop)
 	if q.cfg.heartbeats() {
-		p.beats.Add(1)
-		go p.heartbeat()
+		p.svc.Go(p.heartbeat)
 	}
 	return nil
 }
@@ -212,13 +211,12 @@ func (q *Queue) wakeProcessing() {
 
 // loop sends the claims and the outcome writes until Stop has waited for the runs and
 // their outcomes (quit), or gave up waiting (hard).
-func (p *processor) loop() {
+func (p *processor) loop(context.Context) {
 	q := p.q
-	defer close(p.done)
-	if q.ready0(q.life) == nil && !q.cfg.master() {
+	if life := q.bg.Context(); q.ready0(life) == nil && !q.cfg.master() {
 		// Recover what crashed workers left behind before taking new work, as the original
 		// does; a master reviews on its own schedule.
-		if _, err := q.review(q.life); err != nil && q.life.Err() == nil {
+		if _, err := q.review(life); err != nil && life.Err() == nil {
 			q.log.Warn("review before processing failed", "err", err)
 		}
 	}
@@ -430,7 +428,7 @@ func (p *processor) beginClaim() (free int, ok bool) {
 	running := len(p.running)
 	p.mu.Unlock()
 	free = q.Concurrency() - running
-	if free < 1 || q.Paused() || q.life.Err() != nil {
+	if free < 1 || q.Paused() || q.bg.Context().Err() != nil {
 		p.endClaim()
 		return 0, false
 	}
@@ -622,14 +620,13 @@ func (p *processor) waitIdle(ctx context.Context) error {
 func (p *processor) stop(ctx context.Context) error {
 	err := p.waitIdle(ctx)
 	if err == nil {
-		err = wait(ctx, p.handlers.Wait)
+		err = lifecycle.Wait(ctx, p.handlers.Wait)
 	}
 	if err != nil {
-		p.abort(ErrStopped)
+		p.svc.Cancel(ErrStopped)
 	}
 	close(p.quit)
-	<-p.done
-	p.beats.Wait()
+	_ = p.svc.Wait(context.Background()) // the loop and the heartbeat end with quit
 	return err
 }
 

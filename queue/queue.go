@@ -16,6 +16,7 @@ import (
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
 	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/lifecycle"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
@@ -34,15 +35,12 @@ type Queue struct {
 	ready    chan struct{}
 	readyErr error
 
-	// life is cancelled by Stop; background goroutines end with it.
-	life       context.Context
-	endLife    context.CancelFunc
-	background sync.WaitGroup
-	// feedLife ends the changefeed, which Stop keeps open until the running jobs are done,
-	// so that a cancel from another queue still reaches them.
-	feedLife context.Context
-	endFeed  context.CancelFunc
-	feedDone sync.WaitGroup
+	// bg runs the background services (set-up, the Master's loops, pauses finishing in
+	// the background); Stop cancels it first. feed runs the changefeed, which Stop keeps
+	// open until the running jobs are done, so that a cancel from another queue still
+	// reaches them. The processor is the third service (see processor.svc).
+	bg   *lifecycle.Service
+	feed *lifecycle.Service
 
 	mu sync.Mutex
 	// stopped refuses new calls from Stop on; closed refuses the job methods too, once
@@ -100,14 +98,11 @@ func New(ctx context.Context, cxn *ConnectOptions, opts *Options) (*Queue, error
 		q.log.Warn("an Events reader is behind: events dropped; read faster or raise Options.EventBuffer",
 			"droppedByThisReader", total)
 	})
-	q.life, q.endLife = context.WithCancel(context.Background())
-	q.feedLife, q.endFeed = context.WithCancel(context.Background())
-	q.background.Add(1)
-	go q.initialize()
+	q.bg, q.feed = lifecycle.New(), lifecycle.New()
+	q.bg.Go(q.initialize)
 	if cfg.master() {
-		q.background.Add(2)
-		go q.reviewEvery()
-		go q.scheduleEvery()
+		q.bg.Go(q.reviewEvery)
+		q.bg.Go(q.scheduleEvery)
 	}
 	return q, nil
 }
@@ -160,18 +155,17 @@ func dial(ctx context.Context, cfg config) (*r.Session, error) {
 
 // initialize asserts the database after the init delay, opens the changefeed, and then
 // marks the queue ready.
-func (q *Queue) initialize() {
-	defer q.background.Done()
+func (q *Queue) initialize(ctx context.Context) {
 	defer close(q.ready)
 	delay := dbinit.Delay(q.cfg.initDelay, q.cfg.master(), dbinit.RandomDelay())
 	select {
 	case <-time.After(delay):
-	case <-q.life.Done():
+	case <-ctx.Done():
 		q.readyErr = ErrStopped
 		return
 	}
-	err := dbinit.Assert(q.life, dbinit.Target{Session: q.session, DB: q.cfg.db, Table: q.cfg.name, RunOpts: q.cfg.runOpts})
-	if q.life.Err() != nil {
+	err := dbinit.Assert(ctx, dbinit.Target{Session: q.session, DB: q.cfg.db, Table: q.cfg.name, RunOpts: q.cfg.runOpts})
+	if ctx.Err() != nil {
 		q.readyErr = ErrStopped
 		return
 	}
@@ -182,7 +176,7 @@ func (q *Queue) initialize() {
 		return
 	}
 	if q.cfg.changeFeed {
-		if err := q.subscribeFirst(q.life); q.life.Err() != nil {
+		if err := q.subscribeFirst(ctx); ctx.Err() != nil {
 			q.readyErr = ErrStopped
 			return
 		} else if err != nil {

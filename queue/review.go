@@ -49,12 +49,11 @@ func (q *Queue) review(ctx context.Context) (ReviewResult, error) {
 }
 
 // reviewEvery runs the Queue Master's review on its interval until Stop.
-func (q *Queue) reviewEvery() {
-	defer q.background.Done()
-	if q.ready0(q.life) != nil {
+func (q *Queue) reviewEvery(ctx context.Context) {
+	if q.ready0(ctx) != nil {
 		return
 	}
-	master.Every(q.life, q.cfg.masterInterval, func(ctx context.Context) {
+	master.Every(ctx, q.cfg.masterInterval, func(ctx context.Context) {
 		if _, err := q.review(ctx); err != nil {
 			q.log.Warn("review failed", "err", err)
 		}

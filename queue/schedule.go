@@ -132,9 +132,8 @@ func (q *Queue) assertSide(ctx context.Context, suffix string) error {
 
 // scheduleEvery enqueues the due runs of the table's schedules, and with heartbeats on
 // recovers the jobs of dead workers, until Stop; Queue Masters run it.
-func (q *Queue) scheduleEvery() {
-	defer q.background.Done()
-	if q.ready0(q.life) != nil {
+func (q *Queue) scheduleEvery(ctx context.Context) {
+	if q.ready0(ctx) != nil {
 		return
 	}
 	ticker := time.NewTicker(scheduleTick)
@@ -142,15 +141,15 @@ func (q *Queue) scheduleEvery() {
 	var lastLeaseCheck time.Time
 	for {
 		select {
-		case <-q.life.Done():
+		case <-ctx.Done():
 			return
 		case <-ticker.C:
-			if err := q.fireDue(q.life); err != nil && q.life.Err() == nil {
+			if err := q.fireDue(ctx); err != nil && ctx.Err() == nil {
 				q.log.Warn("enqueueing scheduled jobs failed", "err", err)
 			}
 			if q.cfg.heartbeats() && time.Since(lastLeaseCheck) >= q.cfg.heartbeat/4 {
 				lastLeaseCheck = time.Now()
-				q.reviewExpired(q.life)
+				q.reviewExpired(ctx)
 			}
 		}
 	}

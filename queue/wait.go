@@ -31,7 +31,7 @@ func (q *Queue) Wait(ctx context.Context, id string) (*job.Job, error) {
 	// Stop must not wait for a Wait: the queue's life ends it.
 	wctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stop := context.AfterFunc(q.life, func() { cancel(ErrStopped) })
+	stop := context.AfterFunc(q.bg.Context(), func() { cancel(ErrStopped) })
 	defer stop()
 
 	cur, err := q.db.FollowJob(wctx, ids[0])
