@@ -5,4 +5,7 @@
 // Classify is the original library's change → event rules as a pure function; Follow runs
 // the changefeed. A feed is a hint, never the only way work gets done: a change lost while
 // the feed was down is made up for by the queue's own wake-ups and the Master's review.
+//
+// A queue calls both itself (Queue.Events delivers the result). A tool that watches a
+// table without running a queue can call Follow and Classify directly.
 package changefeed

@@ -9,4 +9,9 @@
 // still make twins; Assert finds them in the system tables and merges them into the one
 // with the lowest id, which every racer agrees on. The racers end with one database, one
 // table and one of each index, and none of them fails.
+//
+// A queue calls all of this itself. Users call Assert to create a queue's table ahead of
+// time, with an account allowed to (workers may then run with one that is not); the index
+// names are the database format, for tools that read a table directly; Delay is the init
+// delay rule, for code that starts queues in bulk.
 package dbinit

@@ -8,5 +8,9 @@
 //     claiming again, so delayed jobs are not forgotten on a quiet queue.
 //
 // Every step is a guarded update or an index range delete, so several masters reviewing
-// one table at once do no harm. The package runs queries; package queue decides when.
+// one table at once do no harm. The queries are the storage layer's (internal/rdb); this
+// package composes them, and package queue decides when.
+//
+// A Queue Master calls Review on its interval (Every) by itself, and Queue.Review runs it
+// once. Review is exported for tools that review a table without a queue of their own.
 package master
