@@ -160,41 +160,6 @@ func TestATableThatIsNotAQueue(t *testing.T) {
 	assert.Equal(t, []string{"users"}, tables, "no table was created")
 }
 
-// node runs testdata/node-interop/interop.js, the Node.js library (rethinkdb-job-queue
-// 3.1.7 from npm), as the root module's interoperability test does. It skips the test when
-// Node.js, npm or the npm registry is missing.
-func node(t *testing.T, srv testserver.Server, db, queueName string) func(mode string, args ...string) string {
-	t.Helper()
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("the test of a queue written by the Node.js library needs %s on PATH", tool)
-		}
-	}
-	dir := t.TempDir()
-	for _, f := range []string{"package.json", "package-lock.json", "interop.js"} {
-		b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "node-interop", f))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
-	}
-	install := exec.Command("npm", "ci", "--no-audit", "--no-fund")
-	install.Dir = dir
-	if out, err := install.CombinedOutput(); err != nil {
-		t.Skipf("installing rethinkdb-job-queue 3.1.7 from the npm registry failed (offline?): %v\n%s", err, out)
-	}
-	return func(mode string, args ...string) string {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "node", append([]string{"interop.js", mode, srv.Host, strconv.Itoa(srv.Port), db, queueName}, args...)...)
-		cmd.Dir = dir
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		require.NoError(t, err, "node interop.js %s: %s", mode, stderr.String())
-		return strings.TrimSpace(string(out))
-	}
-}
-
 // rjq reads a queue that the Node.js library created and wrote: its table, indexes, job
 // documents and log entries are the original's own.
 func TestCommandsOnAQueueWrittenByNode(t *testing.T) {
@@ -202,7 +167,8 @@ func TestCommandsOnAQueueWrittenByNode(t *testing.T) {
 	db := testserver.DB(t)
 	addr := net.JoinHostPort(srv.Host, strconv.Itoa(srv.Port))
 	const name = "nodeJobs"
-	run := node(t, srv, db, name)
+	nodeQueue := testserver.Node(t, srv, db, name)
+	run := func(mode string, args ...string) string { return nodeQueue.Run(t, mode, args...) }
 	ids := []string{run("add", "hello"), run("add", "world")}
 	for _, id := range ids {
 		require.True(t, job.ValidID(id), "node printed %q", id)
