@@ -1,11 +1,12 @@
 package job
 
 import (
-	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
 )
 
 func TestBackoffBadInput(t *testing.T) {

@@ -3,13 +3,14 @@ package job
 import (
 	"context"
 	"errors"
-	"github.com/rjqgo/rethinkdb-job-queue/internal/bridge"
 	"math"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/bridge"
 )
 
 // fakeStore is a saver that records its calls.
