@@ -2,12 +2,14 @@ package queue_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -173,4 +175,44 @@ func TestOnTerminatedIsCalledOnceWithTheLastError(t *testing.T) {
 	assert.Equal(t, job.MessageFailed, c.j.GetLastLog().Message)
 	assert.Empty(t, calls, "one call for the one job that terminated")
 	assert.Equal(t, int32(2), runs.Load(), "a retry is not a termination")
+}
+
+// The queue's RetryBackoff sets the retry delay of a linear job, and a panic in it falls
+// back to the linear delay instead of taking the processing loop down.
+func TestRetryBackoffOnTheQueue(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	f := newFixture(t, &queue.Options{RetryBackoff: func(j *job.Job, retry int) time.Duration {
+		if calls.Add(1) == 2 {
+			panic("a policy that panics does not take the queue down")
+		}
+		return time.Duration(retry) * time.Hour
+	}})
+	events := f.q.Events(testContext(t))
+	added, err := f.q.AddJob(testContext(t),
+		f.q.CreateJob(1).SetRetryMax(3).SetRetryDelay(time.Minute),
+		f.q.CreateJob(2).SetRetryMax(3).SetRetryDelay(time.Minute))
+	require.NoError(t, err)
+	require.NoError(t, f.q.Process(func(context.Context, *job.Job) (any, error) {
+		return nil, errors.New("fails")
+	}))
+	start := time.Now()
+	for _, j := range added {
+		waitFor(t, events, queue.EventFailed, j.ID)
+	}
+	var hour, minute int
+	for _, j := range added {
+		got := f.get(t, j.ID)
+		require.Equal(t, job.Failed, got.Status)
+		switch wait := got.DateEnable.Sub(start); {
+		case wait > 59*time.Minute && wait < 61*time.Minute:
+			hour++
+		case wait > 50*time.Second && wait < 70*time.Second:
+			minute++
+		default:
+			t.Errorf("job %s retries after %v", j.ID, wait)
+		}
+	}
+	assert.Equal(t, 1, hour, "the queue's policy: retry 1 after an hour")
+	assert.Equal(t, 1, minute, "the panic fell back to RetryDelay × 1")
 }

@@ -95,6 +95,12 @@ type Options struct {
 	// OnTerminated, when set, is called once, in its own goroutine, for each job of this
 	// queue that ends terminated: failed with no retries left. err is the last error.
 	OnTerminated func(j *job.Job, err error)
+	// RetryBackoff, when set, is this queue's retry delay: how long a job that failed waits
+	// before its retry number retry (1 for the first). It serves the jobs whose own policy
+	// is the linear default (an exponential job.Backoff wins); a negative result counts as
+	// 0, and one that panics falls back to the linear delay. It is not stored: a job retried
+	// by another process gets that process's delay (a Node.js worker's is linear).
+	RetryBackoff func(j *job.Job, retry int) time.Duration
 	// EventBuffer is how many events each Events channel holds for a reader that is
 	// behind (default 256); events that find it full are dropped, counted and logged.
 	EventBuffer int
@@ -153,6 +159,7 @@ type config struct {
 	baseContext    func() context.Context
 	heartbeat      time.Duration
 	onTerminated   func(*job.Job, error)
+	retryBackoff   func(*job.Job, int) time.Duration
 	eventBuffer    int
 	metrics        Metrics
 }
@@ -201,6 +208,7 @@ func resolve(cxn *ConnectOptions, opts *Options) (config, error) {
 		baseContext:    opts.BaseContext,
 		heartbeat:      or(opts.Heartbeat, DefaultHeartbeat),
 		onTerminated:   opts.OnTerminated,
+		retryBackoff:   opts.RetryBackoff,
 		metrics:        opts.Metrics,
 		eventBuffer:    or(opts.EventBuffer, DefaultEventBuffer),
 	}

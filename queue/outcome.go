@@ -89,7 +89,7 @@ func (p *processor) completed(rn *run, result any) {
 // terminated.
 func (p *processor) failed(rn *run, err error) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	t := rdb.AfterFailure(&rn.claimed, now)
+	t := rdb.AfterFailure(&rn.claimed, now, p.customDelay())
 	claimed := rn.claimed
 	claimed.RetryCount = t.RetryCount
 	message, stack := errorText(err), job.MessageNoErrorStack
@@ -237,4 +237,22 @@ func cancelReason(err error) (reason string, ok bool) {
 		return job.MessageCancel, true
 	}
 	return "", false
+}
+
+// customDelay is Options.RetryBackoff made safe to call from the processing loop: a panic
+// in it gives the linear delay and is logged.
+func (p *processor) customDelay() rdb.CustomDelay {
+	f := p.q.cfg.retryBackoff
+	if f == nil {
+		return nil
+	}
+	return func(j *job.Job, n int) (d time.Duration) {
+		defer func() {
+			if v := recover(); v != nil {
+				p.q.log.Error("Options.RetryBackoff panicked; the linear delay is used", "job", j.ID, "panic", v)
+				d = time.Duration(n) * j.RetryDelay
+			}
+		}()
+		return f(j, n)
+	}
 }

@@ -43,7 +43,7 @@ func AfterSuccess(j *job.Job, now time.Time) Transition {
 // AfterFailure is what a failed run at now does to j, with progress 0:
 //   - retries left (RetryCount < RetryMax): failed, RetryCount+1, enabled again after
 //     RetryDelay × the new RetryCount, so each retry waits longer, or after the job's
-//     Backoff (a warning entry);
+//     Backoff or the queue's custom delay (see RetryDelay) (a warning entry);
 //   - none left but repeating: waiting, RetryCount 0, enabled after RepeatDelay (an error
 //     entry);
 //   - otherwise: terminated (an error entry).
@@ -52,10 +52,10 @@ func AfterSuccess(j *job.Job, now time.Time) Transition {
 // (its "Job Retry" steps: 10 minutes after the first failure), while its code multiplied
 // before the increment and retried the first failure at once; the documented behaviour is
 // the one kept here.
-func AfterFailure(j *job.Job, now time.Time) Transition {
+func AfterFailure(j *job.Job, now time.Time, custom CustomDelay) Transition {
 	if j.RetryCount < j.RetryMax {
 		n := j.RetryCount + 1
-		return Transition{Status: job.Failed, DateEnable: now.Add(RetryDelay(j, n)), RetryCount: n,
+		return Transition{Status: job.Failed, DateEnable: now.Add(RetryDelay(j, n, custom)), RetryCount: n,
 			LogType: job.Warning, Retry: true}
 	}
 	if Repeating(j) {
@@ -64,9 +64,20 @@ func AfterFailure(j *job.Job, now time.Time) Transition {
 	return Transition{Status: job.Terminated, DateEnable: now, RetryCount: j.RetryCount, LogType: job.Error}
 }
 
-// RetryDelay is how long the job j waits before its retry number n (1 for the first):
-// RetryDelay × n, or its exponential Backoff.
-func RetryDelay(j *job.Job, n int) time.Duration { return j.Backoff().Delay(j.RetryDelay, n) }
+// CustomDelay is a queue's own retry delay for retry number n of j (Options.RetryBackoff);
+// nil when it has none.
+type CustomDelay func(j *job.Job, n int) time.Duration
+
+// RetryDelay is how long the job j waits before its retry number n (1 for the first): its
+// exponential Backoff when it has one, else custom's delay when the queue has one (never
+// negative), else RetryDelay × n.
+func RetryDelay(j *job.Job, n int, custom CustomDelay) time.Duration {
+	b := j.Backoff()
+	if !b.Exponential && custom != nil {
+		return max(custom(j, n), 0)
+	}
+	return b.Delay(j.RetryDelay, n)
+}
 
 // LeaseEnd is when a run of j that starts (or renews, or reports progress) at now may be
 // taken for a crashed one: the original's lease, now + timeout + retryDelay × retryCount,

@@ -28,7 +28,7 @@ func TestRetryDelay(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			j := job.New(nil, job.DefaultOptions()).SetBackoff(tt.b)
 			require.NoError(t, j.Err())
-			assert.Equal(t, tt.want, RetryDelay(j, tt.n))
+			assert.Equal(t, tt.want, RetryDelay(j, tt.n, nil))
 		})
 	}
 }
@@ -46,7 +46,7 @@ func TestBackoffRoundTripsThroughTheDocument(t *testing.T) {
 func TestBackoffJitterStaysInBounds(t *testing.T) {
 	j := job.New(nil, job.DefaultOptions()).SetBackoff(job.Backoff{Exponential: true, Min: time.Second, Jitter: 0.5})
 	for range 200 {
-		d := RetryDelay(j, 2)
+		d := RetryDelay(j, 2, nil)
 		assert.GreaterOrEqual(t, d, time.Second)
 		assert.LessOrEqual(t, d, 3*time.Second)
 	}
@@ -72,7 +72,19 @@ func TestLeaseEnd(t *testing.T) {
 
 func TestRetryDelayFollowsTheJobsBackoff(t *testing.T) {
 	j := job.New(nil, job.DefaultOptions())
-	assert.Equal(t, 3*j.RetryDelay, RetryDelay(j, 3), "linear by default")
+	assert.Equal(t, 3*j.RetryDelay, RetryDelay(j, 3, nil), "linear by default")
 	j.SetBackoff(job.Backoff{Exponential: true, Min: time.Second, Max: time.Minute})
-	assert.Equal(t, 4*time.Second, RetryDelay(j, 3))
+	assert.Equal(t, 4*time.Second, RetryDelay(j, 3, nil))
+}
+
+func TestRetryDelayCustom(t *testing.T) {
+	custom := func(_ *job.Job, n int) time.Duration { return time.Duration(n*n) * time.Second }
+	j := job.New(nil, job.DefaultOptions())
+	assert.Equal(t, 9*time.Second, RetryDelay(j, 3, custom), "the queue's function for a linear job")
+	assert.Equal(t, time.Duration(0), RetryDelay(j, 1, func(*job.Job, int) time.Duration { return -time.Hour }), "never negative")
+	j.SetBackoff(job.Backoff{Exponential: true, Min: time.Second})
+	assert.Equal(t, 4*time.Second, RetryDelay(j, 3, custom), "a job's own exponential policy wins")
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	lin := job.New(nil, job.DefaultOptions())
+	assert.Equal(t, now.Add(time.Second), AfterFailure(lin, now, custom).DateEnable)
 }

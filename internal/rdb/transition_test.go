@@ -73,6 +73,6 @@ func TestAfterFailure(t *testing.T) {
 		{"repeats used up: terminated", job.Job{RetryMax: 0, Repeat: 1, ProcessCount: 2, RepeatDelay: time.Hour},
 			Transition{Status: job.Terminated, DateEnable: now, LogType: job.Error}},
 	} {
-		assert.Equal(t, tc.want, AfterFailure(&tc.job, now), tc.name)
+		assert.Equal(t, tc.want, AfterFailure(&tc.job, now, nil), tc.name)
 	}
 }
