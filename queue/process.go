@@ -120,6 +120,8 @@ type processor struct {
 	skip     map[string]time.Time
 	reported map[string]bool
 	backoff  time.Duration
+	// lim is the table's limits as the claims apply them.
+	lim limiter
 }
 
 // run is one claimed job being processed.
@@ -258,9 +260,18 @@ func (p *processor) tick() time.Duration {
 	free, claiming := p.beginClaim()
 	var c rdb.Candidates
 	var readErr error
+	var heldUntil time.Time
+	var tokens map[string]string
 	if claiming {
-		if c, readErr = q.db.ReadCandidates(ctx, free, p.skipList()); readErr != nil {
+		now := time.Now()
+		var names []string
+		names, heldUntil = p.held(ctx, now)
+		if c, readErr = q.db.ReadCandidates(ctx, free, rdb.Skip{IDs: p.skipList(), Names: names}); readErr != nil {
 			c = rdb.Candidates{}
+		}
+		c.Docs, tokens = p.admit(ctx, c.Docs, now)
+		if t, ok := p.lim.soonest(now); ok && (heldUntil.IsZero() || t.Before(heldUntil)) {
+			heldUntil = t
 		}
 	}
 	claims, ids := p.claimsOf(c.Docs)
@@ -276,7 +287,7 @@ func (p *processor) tick() time.Duration {
 			return 0 // every candidate was left out as malformed: there may be more
 		}
 		if claiming {
-			return p.idle(c)
+			return sooner(p.idle(c), heldUntil)
 		}
 		return -1
 	}
@@ -290,6 +301,9 @@ func (p *processor) tick() time.Duration {
 			p.endClaim()
 		}
 		return p.failedTick(err)
+	}
+	if len(tokens) > 0 && len(res.Missed) > 0 {
+		p.returnTokens(ctx, res.Missed, tokens)
 	}
 	again := p.written(ctx, outs, res)
 	jobs := p.decodeClaimed(res)
@@ -321,7 +335,7 @@ func (p *processor) tick() time.Duration {
 		// malformed: there may be more.
 		return 0
 	default:
-		next = p.idle(c)
+		next = sooner(p.idle(c), heldUntil)
 	}
 	if !again.IsZero() {
 		// A job this commit put back for a retry or a repeat falls due then.
@@ -351,6 +365,18 @@ func (p *processor) claimsOf(docs []map[string]any) (map[string]any, []string) {
 		ids = append(ids, j.ID)
 	}
 	return claims, ids
+}
+
+// sooner returns the wait until t when it is sooner than wait (negative: none).
+func sooner(wait time.Duration, t time.Time) time.Duration {
+	if t.IsZero() {
+		return wait
+	}
+	until := max(time.Until(t), 0) + 5*time.Millisecond
+	if wait < 0 || until < wait {
+		return until
+	}
+	return wait
 }
 
 // idle handles a claim that came back short: the queue raises idle when nothing runs, and

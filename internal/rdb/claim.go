@@ -59,10 +59,22 @@ func (t *Table) claimRange(lo, hi []any) r.Term {
 	return t.readTable().Between(lo, hi, r.BetweenOpts{Index: idx, RightBound: "closed"}).OrderBy(r.OrderByOpts{Index: idx})
 }
 
+// Skip is what a claim leaves out: documents by id (those it cannot process), and jobs by
+// name (held back by a rate limit or a time window, see Limit).
+type Skip struct {
+	IDs, Names []string
+}
+
 // notSkipped leaves out the documents of skip.
-func notSkipped(skip []string) func(doc r.Term) r.Term {
-	skipped := r.Expr(skip)
-	return func(doc r.Term) r.Term { return skipped.Contains(doc.Field("id")).Not() }
+func notSkipped(skip Skip) func(doc r.Term) r.Term {
+	ids, names := r.Expr(skip.IDs), r.Expr(skip.Names)
+	return func(doc r.Term) r.Term {
+		keep := ids.Contains(doc.Field("id")).Not()
+		if len(skip.Names) > 0 {
+			keep = keep.And(names.Contains(doc.Field("name").Default(nil)).Not())
+		}
+		return keep
+	}
 }
 
 // isDue is true for a document whose dateEnable is a time that has come.
@@ -71,7 +83,7 @@ func isDue(doc r.Term) r.Term {
 }
 
 // headTerm reads up to n due jobs among the first headSize(n) of the index.
-func (t *Table) headTerm(n int, skip []string) r.Term {
+func (t *Table) headTerm(n int, skip Skip) r.Term {
 	lo := []any{int(job.Highest), r.MinVal, r.MinVal, r.MinVal}
 	hi := []any{int(job.Lowest), r.MaxVal, r.MaxVal, r.MaxVal}
 	keep := notSkipped(skip)
@@ -90,7 +102,7 @@ type entry struct {
 
 // priorityTerm reads the first n+1 jobs of priority p's range: its due jobs come first,
 // then the ones not due yet in the order they fall due.
-func (t *Table) priorityTerm(p job.Priority, n int, skip []string) r.Term {
+func (t *Table) priorityTerm(p job.Priority, n int, skip Skip) r.Term {
 	lo := []any{int(p), r.MinVal, r.MinVal, r.MinVal}
 	hi := []any{int(p), r.MaxVal, r.MaxVal, r.MaxVal}
 	return t.claimRange(lo, hi).Filter(notSkipped(skip)).Limit(n + 1).Map(func(doc r.Term) any {
@@ -109,7 +121,7 @@ type Candidates struct {
 }
 
 // ReadCandidates reads up to n due jobs to claim (see the top of this file).
-func (t *Table) ReadCandidates(ctx context.Context, n int, skip []string) (Candidates, error) {
+func (t *Table) ReadCandidates(ctx context.Context, n int, skip Skip) (Candidates, error) {
 	var c Candidates
 	if err := t.ReadAll(ctx, t.headTerm(n, skip), &c.Docs); err != nil {
 		return Candidates{}, fmt.Errorf("queue %s: read jobs to claim: %w", t.Name, err)

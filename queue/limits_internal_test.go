@@ -1,0 +1,78 @@
+package queue
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+func TestParseLimit(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		job     string
+		l       Limit
+		wantErr bool
+	}{
+		{"rate", "mail", Limit{Starts: 10, Per: time.Minute}, false},
+		{"window", "mail", Limit{Window: &Window{From: "09:00", To: "17:00"}}, false},
+		{"both, with a zone", "mail", Limit{Starts: 1, Per: time.Second, Window: &Window{From: "22:00", To: "06:00", Location: "Europe/Paris"}}, false},
+		{"no name", "", Limit{Starts: 1, Per: time.Second}, true},
+		{"nothing to limit", "mail", Limit{}, true},
+		{"rate without period", "mail", Limit{Starts: 1}, true},
+		{"period without rate", "mail", Limit{Per: time.Second}, true},
+		{"negative", "mail", Limit{Starts: -1, Per: time.Second}, true},
+		{"bad clock", "mail", Limit{Window: &Window{From: "9am", To: "17:00"}}, true},
+		{"empty window", "mail", Limit{Window: &Window{From: "09:00", To: "09:00"}}, true},
+		{"unknown zone", "mail", Limit{Window: &Window{From: "09:00", To: "10:00", Location: "Mars/Olympus"}}, true},
+	} {
+		_, err := parseLimit(tt.job, tt.l)
+		if tt.wantErr {
+			assert.ErrorIs(t, err, ErrInvalidLimit, tt.name)
+			assert.ErrorIs(t, err, job.ErrInvalid, tt.name)
+		} else {
+			assert.NoError(t, err, tt.name)
+		}
+	}
+}
+
+func TestWindowAt(t *testing.T) {
+	paris, err := time.LoadLocation("Europe/Paris")
+	require.NoError(t, err)
+	at := func(h, m int, loc *time.Location) time.Time { return time.Date(2026, 11, 22, h, m, 0, 0, loc) }
+	day := window{from: clock{9, 0}, to: clock{17, 0}, loc: time.UTC}
+	night := window{from: clock{22, 0}, to: clock{6, 0}, loc: time.UTC}
+	inParis := window{from: clock{9, 0}, to: clock{10, 0}, loc: paris}
+	for _, tt := range []struct {
+		name  string
+		w     window
+		t     time.Time
+		open  bool
+		opens time.Time
+	}{
+		{"day, inside", day, at(12, 0, time.UTC), true, time.Time{}},
+		{"day, at From", day, at(9, 0, time.UTC), true, time.Time{}},
+		{"day, at To it has closed", day, at(17, 0, time.UTC), false, at(9, 0, time.UTC).AddDate(0, 0, 1)},
+		{"day, before", day, at(8, 59, time.UTC), false, at(9, 0, time.UTC)},
+		{"night, late evening", night, at(23, 0, time.UTC), true, time.Time{}},
+		{"night, early morning", night, at(5, 59, time.UTC), true, time.Time{}},
+		{"night, afternoon", night, at(15, 0, time.UTC), false, at(22, 0, time.UTC)},
+		{"zone: 8:30 UTC is 9:30 in Paris", inParis, at(8, 30, time.UTC), true, time.Time{}},
+		{"zone: 9:30 UTC is 10:30 in Paris", inParis, at(9, 30, time.UTC), false, at(9, 0, paris).AddDate(0, 0, 1)},
+	} {
+		open, opens := tt.w.at(tt.t)
+		assert.Equal(t, tt.open, open, tt.name)
+		assert.True(t, tt.opens.Equal(opens), "%s: opens %v, want %v", tt.name, opens, tt.opens)
+	}
+}
+
+func TestSooner(t *testing.T) {
+	assert.Equal(t, time.Duration(-1), sooner(-1, time.Time{}))
+	assert.Equal(t, time.Second, sooner(time.Second, time.Time{}))
+	got := sooner(-1, time.Now().Add(time.Second))
+	assert.True(t, got > 900*time.Millisecond && got <= 1005*time.Millisecond, "%v", got)
+	assert.Equal(t, 10*time.Millisecond, sooner(10*time.Millisecond, time.Now().Add(time.Hour)))
+}

@@ -1,0 +1,123 @@
+package queue_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+	"github.com/rjqgo/rethinkdb-job-queue/queue"
+)
+
+// starts records when each job started, by name.
+type starts struct {
+	mu sync.Mutex
+	at map[string][]time.Time
+}
+
+func (s *starts) handler(ctx context.Context, j *job.Job) (any, error) {
+	s.mu.Lock()
+	s.at[j.Name] = append(s.at[j.Name], time.Now())
+	s.mu.Unlock()
+	return nil, nil
+}
+
+func (s *starts) of(name string) []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.at[name])
+}
+
+// Two processing queues share one bucket: the jobs of a rate-limited name start at most
+// Starts at once and then one per Per/Starts, while jobs of other names are not held up.
+func TestRateLimitAcrossWorkers(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &queue.Options{Concurrency: 5})
+	other := newQueue(t, f, &queue.Options{Concurrency: 5, MasterInterval: -1})
+	ctx := testContext(t)
+	const burst, per = 3, 900 * time.Millisecond // a token every 300 ms
+	require.NoError(t, f.q.SetLimit(ctx, "mail", queue.Limit{Starts: burst, Per: per}))
+	limits, err := f.q.Limits(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]queue.Limit{"mail": {Starts: burst, Per: per}}, limits)
+
+	var jobs []*job.Job
+	for range 9 {
+		jobs = append(jobs, f.q.CreateJob(nil).SetName("mail"))
+	}
+	for range 3 {
+		jobs = append(jobs, f.q.CreateJob(nil).SetName("report"))
+	}
+	events := f.q.Events(ctx, queue.EventCompleted)
+	rec := &starts{at: map[string][]time.Time{}}
+	require.NoError(t, f.q.Process(rec.handler))
+	require.NoError(t, other.Process(rec.handler))
+	added := time.Now()
+	_, err = f.q.AddJob(ctx, jobs...)
+	require.NoError(t, err)
+	waitForAll(t, events, queue.EventCompleted, jobs...)
+
+	mail, report := rec.of("mail"), rec.of("report")
+	require.Len(t, mail, 9)
+	require.Len(t, report, 3)
+	for _, at := range report {
+		assert.Less(t, at.Sub(added), 2*time.Second, "a job of another name is not held back by the limit")
+	}
+	slices.SortFunc(mail, time.Time.Compare)
+	slack := 150 * time.Millisecond
+	for i, at := range mail {
+		if i >= burst {
+			earliest := mail[0].Add(time.Duration(i-burst+1) * per / burst)
+			assert.False(t, at.Before(earliest.Add(-slack)), "start %d came %v after the first; the bucket allows it after %v",
+				i+1, at.Sub(mail[0]), earliest.Sub(mail[0]))
+		}
+	}
+}
+
+// A job outside its name's window waits, due, while others run; it starts once the
+// window opens (here: once the limit is set to a window that is open now).
+func TestTimeWindow(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := testContext(t)
+	now := time.Now().UTC()
+	closed := &queue.Window{From: now.Add(2 * time.Hour).Format("15:04"), To: now.Add(3 * time.Hour).Format("15:04")}
+	require.NoError(t, f.q.SetLimit(ctx, "nightly", queue.Limit{Window: closed}))
+	events := f.q.Events(ctx, queue.EventCompleted)
+	added, err := f.q.AddJob(ctx, f.q.CreateJob(nil).SetName("nightly"), f.q.CreateJob(nil).SetName("now"))
+	require.NoError(t, err)
+	rec := &starts{at: map[string][]time.Time{}}
+	require.NoError(t, f.q.Process(rec.handler))
+	waitFor(t, events, queue.EventCompleted, added[1].ID)
+	assert.Never(t, func() bool { return len(rec.of("nightly")) > 0 }, time.Second, 50*time.Millisecond,
+		"the job waits outside its window")
+	assert.Equal(t, job.Waiting, f.get(t, added[0].ID).Status)
+
+	open := &queue.Window{From: now.Add(-time.Hour).Format("15:04"), To: now.Add(time.Hour).Format("15:04")}
+	require.NoError(t, f.q.SetLimit(ctx, "nightly", queue.Limit{Window: open}))
+	waitFor(t, events, queue.EventCompleted, added[0].ID)
+}
+
+func TestLimitBadInputWritesNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := testContext(t)
+	for _, l := range []queue.Limit{{}, {Starts: 1}, {Starts: -1, Per: time.Second}, {Window: &queue.Window{From: "25:00", To: "01:00"}}} {
+		assert.ErrorIs(t, f.q.SetLimit(ctx, "mail", l), queue.ErrInvalidLimit, "%+v", l)
+	}
+	assert.ErrorIs(t, f.q.SetLimit(ctx, "", queue.Limit{Starts: 1, Per: time.Second}), job.ErrInvalid)
+	limits, err := f.q.Limits(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, limits)
+	assert.ErrorIs(t, f.q.RemoveLimit(ctx, "mail"), job.ErrNotFound)
+	require.NoError(t, f.q.SetLimit(ctx, "mail", queue.Limit{Starts: 1, Per: time.Second}))
+	require.NoError(t, f.q.RemoveLimit(ctx, "mail"))
+	limits, err = f.q.Limits(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, limits)
+}
