@@ -104,4 +104,13 @@
 // meanwhile is not overwritten. Log entries are written as the original writes them: the
 // completion entry's message is "completed" (the status name, as its job-completed.js
 // passes it), and the claim and cancel entries carry no "data" field.
+//
+// # Beyond the original
+//
+// Unique jobs (job.SetUniqueKey), Wait and job.Result, heartbeats and Workers, backoff
+// (job.SetBackoff, Options.RetryBackoff), OnTerminated, cron schedules (Schedule), rate
+// limits and time windows per job name (SetLimit) and metrics (Options.Metrics). Each
+// keeps the table readable by the Node.js library: new data lives in extra fields or side
+// tables ("<queue>_workers", "<queue>_schedules", "<queue>_limits"); the README says what
+// a Node.js worker does when it meets each.
 package queue
