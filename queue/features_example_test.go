@@ -1,0 +1,98 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+	"github.com/rjqgo/rethinkdb-job-queue/queue"
+)
+
+// Add a job and wait for its outcome, from this process or any other.
+func ExampleQueue_Wait() {
+	ctx := context.Background()
+	q, err := queue.New(ctx, nil, &queue.Options{Name: "thumbnails"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer q.Stop(ctx)
+
+	added, err := q.AddJob(ctx, q.CreateJob("photo-42.jpg"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	done, err := q.Wait(waitCtx, added[0].ID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var url string
+	if err := done.Result(&url); err != nil {
+		log.Fatal(err) // wraps job.ErrNoResult when it was cancelled or terminated
+	}
+	fmt.Println(done.Status, url)
+}
+
+// Enqueue a report every weekday at 06:00 in Paris; every Queue Master of the table
+// shares the work, and each run is enqueued once.
+func ExampleQueue_Schedule() {
+	ctx := context.Background()
+	q, err := queue.New(ctx, nil, &queue.Options{Name: "reports"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer q.Stop(ctx)
+
+	opts := job.DefaultOptions()
+	opts.Priority = job.High
+	if err := q.Schedule(ctx, "daily-sales", "CRON_TZ=Europe/Paris 0 6 * * 1-5", map[string]any{"region": "eu"}, &opts); err != nil {
+		log.Fatal(err)
+	}
+	schedules, err := q.Schedules(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, s := range schedules {
+		fmt.Println(s.Name, "next at", s.Next)
+	}
+}
+
+// List the live workers of a table: their heartbeats keep them listed.
+func ExampleQueue_Workers() {
+	ctx := context.Background()
+	q, err := queue.New(ctx, nil, &queue.Options{Name: "mail", Heartbeat: 5 * time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer q.Stop(ctx)
+
+	workers, err := q.Workers(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, w := range workers {
+		fmt.Printf("%s: %d/%d running, seen %s ago\n", w.QueueID, w.Running, w.Concurrency, time.Since(w.LastSeen).Round(time.Second))
+	}
+}
+
+// At most 100 mails a minute across every worker, and only during office hours.
+func ExampleQueue_SetLimit() {
+	ctx := context.Background()
+	q, err := queue.New(ctx, nil, &queue.Options{Name: "outbox"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer q.Stop(ctx)
+
+	err = q.SetLimit(ctx, "mail", queue.Limit{
+		Starts: 100,
+		Per:    time.Minute,
+		Window: &queue.Window{From: "08:00", To: "18:00", Location: "Europe/Paris"},
+	})
+	if err != nil {
+		log.Fatal(err) // wraps queue.ErrInvalidLimit for a bad limit; nothing is written then
+	}
+}
