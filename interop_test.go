@@ -2,6 +2,7 @@ package rjq_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,4 +89,137 @@ func TestNodeWorkersShareTheQueue(t *testing.T) {
 		assert.Equal(t, job.Completed, got[0].Status)
 		assert.Equal(t, "node", got[0].Fields["from"], "the foreign field survived the Go worker's writes")
 	})
+}
+
+// A Node.js 3.1.7 worker or master meets the jobs and tables of the features beyond the
+// original: it keeps working, and what it writes keeps the Go features' data.
+func TestNodeMeetsTheFeaturesBeyondTheOriginal(t *testing.T) {
+	srv := testserver.Get(t)
+	db := testserver.DB(t)
+	const name = "beyond"
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	// A Go Queue Master (schedules) that processes nothing: the Node.js worker takes every job.
+	q, err := queue.New(ctx, connectTo(srv, db), &queue.Options{Name: name, DatabaseInitDelay: -1, MasterInterval: time.Hour})
+	require.NoError(t, err)
+	defer q.Stop(ctx)
+	require.NoError(t, q.Ready(ctx))
+	node := testserver.Node(t, srv, db, name)
+	get := func(t *testing.T, id string) *job.Job {
+		t.Helper()
+		got, err := q.GetJob(ctx, id)
+		require.NoError(t, err)
+		return got[0]
+	}
+	reset := func(t *testing.T) {
+		t.Helper()
+		_, err := q.Reset(ctx)
+		require.NoError(t, err)
+	}
+
+	t.Run("unique key: processed as any job, the key survives", func(t *testing.T) {
+		reset(t)
+		added, err := q.AddJob(ctx, q.CreateJob("u").SetUniqueKey("invoice-7"))
+		require.NoError(t, err)
+		assert.Equal(t, "completed "+added[0].ID, node.Run(t, "process"))
+		done := get(t, added[0].ID)
+		assert.Equal(t, job.Completed, done.Status)
+		assert.Equal(t, "invoice-7", done.UniqueKey(), "the Node.js worker's writes keep rjqUniqueKey")
+	})
+
+	t.Run("Wait and Result: a Node.js worker's outcome", func(t *testing.T) {
+		reset(t)
+		added, err := q.AddJob(ctx, q.CreateJob("w"))
+		require.NoError(t, err)
+		waited := make(chan *job.Job, 1)
+		go func() {
+			j, err := q.Wait(ctx, added[0].ID)
+			assert.NoError(t, err)
+			waited <- j
+		}()
+		assert.Equal(t, "completed "+added[0].ID, node.Run(t, "process"))
+		select {
+		case j := <-waited:
+			var result string
+			require.NoError(t, j.Result(&result))
+			assert.Equal(t, `node did "w"`, result)
+		case <-ctx.Done():
+			t.Fatal("Wait did not return for the job the Node.js worker completed")
+		}
+	})
+
+	t.Run("backoff: a Node.js worker retries linearly and keeps the policy", func(t *testing.T) {
+		reset(t)
+		b := job.Backoff{Exponential: true, Min: time.Second, Max: time.Minute}
+		added, err := q.AddJob(ctx, q.CreateJob("b").SetBackoff(b).SetRetryMax(2))
+		require.NoError(t, err)
+		assert.Equal(t, "failed "+added[0].ID, node.Run(t, "fail"))
+		failed := get(t, added[0].ID)
+		assert.Equal(t, job.Failed, failed.Status)
+		assert.Equal(t, 1, failed.RetryCount)
+		assert.Equal(t, b, failed.Backoff(), "rjqBackoff survives, for the next Go worker")
+	})
+
+	t.Run("heartbeats: a Node.js master does not take a live Go worker's job for orphaned", func(t *testing.T) {
+		reset(t)
+		worker, err := queue.New(ctx, connectTo(srv, db), &queue.Options{Name: name, DatabaseInitDelay: -1, MasterInterval: -1, Heartbeat: time.Second})
+		require.NoError(t, err)
+		defer worker.Stop(ctx)
+		release := make(chan struct{})
+		started := make(chan struct{}, 1)
+		require.NoError(t, worker.Process(func(ctx context.Context, _ *job.Job) (any, error) {
+			started <- struct{}{}
+			<-release
+			return "go", nil
+		}))
+		added, err := q.AddJob(ctx, q.CreateJob("h"))
+		require.NoError(t, err)
+		<-started
+		deadline := time.Now().Add(3 * time.Second) // three heartbeats: the first lease has been renewed
+		for time.Now().Before(deadline) {
+			assert.Equal(t, "reviewed 0", node.Run(t, "review"))
+			require.Equal(t, job.Active, get(t, added[0].ID).Status)
+		}
+		events := q.Events(ctx, queue.EventCompleted)
+		close(release)
+		waitForEvent(t, events, queue.EventCompleted, added[0].ID)
+	})
+
+	t.Run("cron: a Node.js worker processes the scheduled jobs", func(t *testing.T) {
+		reset(t)
+		require.NoError(t, q.Schedule(ctx, "tick", "@every 1s", "scheduled", nil))
+		var jobs []*job.Job
+		require.Eventually(t, func() bool {
+			jobs, err = q.FindJobByName(ctx, "tick")
+			return err == nil && len(jobs) > 0
+		}, 15*time.Second, 100*time.Millisecond, "the master enqueues a run")
+		require.NoError(t, q.Unschedule(ctx, "tick"))
+		done := strings.TrimPrefix(node.Run(t, "process"), "completed ")
+		assert.Equal(t, "tick", get(t, done).Name)
+		assert.Equal(t, job.Completed, get(t, done).Status)
+	})
+
+	t.Run("rate limit: a Node.js worker knows none, and is not broken by the table", func(t *testing.T) {
+		reset(t)
+		require.NoError(t, q.SetLimit(ctx, "mail", queue.Limit{Starts: 1, Per: time.Hour}))
+		added, err := q.AddJob(ctx, q.CreateJob("m").SetName("mail"))
+		require.NoError(t, err)
+		assert.Equal(t, "completed "+added[0].ID, node.Run(t, "process"))
+	})
+}
+
+// waitForEvent waits for the event typ of job id.
+func waitForEvent(t *testing.T, events <-chan queue.Event, typ queue.EventType, id string) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case e := <-events:
+			if e.Type == typ && e.JobID == id {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no %s event for job %s", typ, id)
+		}
+	}
 }
