@@ -15,7 +15,8 @@ var ErrFeedEnded = errors.New("changefeed: the feed ended")
 // error, or why the feed failed (a server restart or a network cut ends it at once; the
 // server keeps no resume point, so changes until the next subscription are lost).
 //
-// ctx must have no deadline: the driver uses it for every fetch of the feed.
+// ctx must have no deadline: the driver uses it for every fetch of the feed. subscribed
+// may be nil.
 func Follow(ctx context.Context, s r.QueryExecutor, table r.Term, opts r.RunOpts, subscribed func(), handle func(Change)) error {
 	opts.Context = ctx
 	cur, err := table.Changes().Run(s, opts)
@@ -25,7 +26,9 @@ func Follow(ctx context.Context, s r.QueryExecutor, table r.Term, opts r.RunOpts
 	// Ending ctx ends the wait in Next; the cursor is closed here, never from another
 	// goroutine, which the driver does not allow while Next runs.
 	defer cur.Close()
-	subscribed()
+	if subscribed != nil {
+		subscribed()
+	}
 	var change r.ChangeResponse
 	for cur.Next(&change) {
 		handle(Change{Old: asMap(change.OldValue), New: asMap(change.NewValue)})

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rjqgo/rethinkdb-job-queue/job"
+	"github.com/rjqgo/rethinkdb-job-queue/metrics"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
 
@@ -30,6 +31,8 @@ type dashboard struct {
 
 	mu         sync.Mutex
 	counts     map[queue.EventType]uint64
+	// runs counts claims and run ends with their durations, from the changefeed.
+	runs *metrics.Collector
 	subs       map[chan queue.Event]struct{}
 	throughput throughput
 }
@@ -47,7 +50,16 @@ func cmdWeb(ctx context.Context, c config, args []string, out io.Writer) error {
 		return err
 	}
 	defer done()
-	d := &dashboard{c: c, q: q, actions: *actions, counts: make(map[queue.EventType]uint64), subs: make(map[chan queue.Event]struct{})}
+	feed, err := c.session(ctx)
+	if err != nil {
+		return err
+	}
+	defer feed.Close()
+	d := &dashboard{c: c, q: q, actions: *actions, counts: make(map[queue.EventType]uint64), subs: make(map[chan queue.Event]struct{}),
+		runs: metrics.New()}
+	feedCtx, endFeed := context.WithCancel(ctx)
+	defer endFeed()
+	go followRuns(feedCtx, feed, c, d.runs)
 	// Subscribe before seeding the chart, so that no run finishing meanwhile is missed.
 	go d.fanOut(q.Events(ctx))
 	if err := d.seedThroughput(ctx, time.Now()); err != nil {
@@ -307,4 +319,5 @@ func (d *dashboard) metrics(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "rjq_events_total{queue=%q,type=%q} %d\n", d.c.queue, t, d.counts[queue.EventType(t)])
 	}
 	d.mu.Unlock()
+	d.runs.WriteTo(r.Context(), w)
 }

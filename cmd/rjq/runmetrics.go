@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/changefeed"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+	"github.com/rjqgo/rethinkdb-job-queue/metrics"
+)
+
+// followRuns feeds m from the table's changefeed until ctx ends, whichever process or
+// language runs the jobs: a job that becomes active is a claim, and a job that leaves
+// active is the end of a run, with the duration its outcome's log entry records (both
+// libraries write it) or else dateFinished − dateStarted. A feed that fails is reopened
+// after a second; changes meanwhile are not counted.
+func followRuns(ctx context.Context, s r.QueryExecutor, c config, m *metrics.Collector) {
+	table := r.DB(c.db).Table(c.queue)
+	for ctx.Err() == nil {
+		_ = changefeed.Follow(ctx, s, table, r.RunOpts{}, nil, func(ch changefeed.Change) { countRun(c.queue, ch, m) })
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// countRun reports one change to m.
+func countRun(queueName string, ch changefeed.Change, m *metrics.Collector) {
+	was, _ := ch.Old["status"].(string)
+	now, _ := ch.New["status"].(string)
+	switch {
+	case ch.New == nil || was == now:
+	case now == string(job.Active):
+		m.JobsClaimed(queueName, 1)
+	case was == string(job.Active):
+		m.RunEnded(queueName, job.Status(now), runDuration(ch.New))
+	}
+}
+
+// runDuration is the duration of the run that ended in doc.
+func runDuration(doc map[string]any) time.Duration {
+	if log, ok := doc["log"].([]any); ok && len(log) > 0 {
+		if e, ok := log[len(log)-1].(map[string]any); ok {
+			if ms, ok := e["duration"].(float64); ok && ms >= 0 {
+				return time.Duration(ms * float64(time.Millisecond))
+			}
+		}
+	}
+	started, ok1 := doc["dateStarted"].(time.Time)
+	finished, ok2 := doc["dateFinished"].(time.Time)
+	if ok1 && ok2 && finished.After(started) {
+		return finished.Sub(started)
+	}
+	return 0
+}
