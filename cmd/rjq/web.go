@@ -29,10 +29,10 @@ type dashboard struct {
 	q       *queue.Queue
 	actions bool
 
-	mu         sync.Mutex
-	counts     map[queue.EventType]uint64
+	mu     sync.Mutex
+	counts map[queue.EventType]uint64
 	// runs counts claims and run ends with their durations, from the changefeed.
-	runs *metrics.Collector
+	runs       *metrics.Collector
 	subs       map[chan queue.Event]struct{}
 	throughput throughput
 }
