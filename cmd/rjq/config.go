@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -28,10 +30,14 @@ type config struct {
 	addr, db, queue string
 	user, password  string
 	json            bool
+	// tls asks for TLS with the system's roots; tlsCA for TLS trusting that PEM file.
+	tls   bool
+	tlsCA string
 }
 
 func parseGlobal(args []string, stderr io.Writer) (config, []string, error) {
-	c := config{addr: os.Getenv("RJQ_ADDR"), user: os.Getenv("RJQ_USER"), password: os.Getenv("RJQ_PASSWORD")}
+	c := config{addr: os.Getenv("RJQ_ADDR"), user: os.Getenv("RJQ_USER"), password: os.Getenv("RJQ_PASSWORD"),
+		tls: os.Getenv("RJQ_TLS") == "1", tlsCA: os.Getenv("RJQ_TLS_CA")}
 	if c.addr == "" {
 		c.addr = "localhost:28015"
 	}
@@ -41,6 +47,8 @@ func parseGlobal(args []string, stderr io.Writer) (config, []string, error) {
 	fs.StringVar(&c.db, "db", queue.DefaultDB, "database")
 	fs.StringVar(&c.queue, "queue", queue.DefaultName, "queue (table) name")
 	fs.BoolVar(&c.json, "json", false, "print JSON for scripts")
+	fs.BoolVar(&c.tls, "tls", c.tls, "connect with TLS, trusting the system's roots (env RJQ_TLS=1)")
+	fs.StringVar(&c.tlsCA, "tls-ca", c.tlsCA, "connect with TLS, trusting the CA certificates of this PEM file (env RJQ_TLS_CA)")
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -67,14 +75,37 @@ func (c config) session(ctx context.Context) (*r.Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	tlsConfig, err := c.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
 	s, err := r.Connect(r.ConnectOpts{
 		Address: net.JoinHostPort(host, strconv.Itoa(port)), Username: c.user, Password: c.password,
-		Timeout: 5 * time.Second,
+		Timeout: 5 * time.Second, TLSConfig: tlsConfig,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach RethinkDB at %s (is it running? set --addr or RJQ_ADDR): %w", c.addr, err)
 	}
 	return s, nil
+}
+
+// tlsConfig is the TLS the flags ask for: nil for none.
+func (c config) tlsConfig() (*tls.Config, error) {
+	if c.tlsCA == "" {
+		if c.tls {
+			return &tls.Config{MinVersion: tls.VersionTLS12}, nil
+		}
+		return nil, nil
+	}
+	pem, err := os.ReadFile(c.tlsCA)
+	if err != nil {
+		return nil, usagef("--tls-ca: %v", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, usagef("--tls-ca %s: no PEM certificate in the file", c.tlsCA)
+	}
+	return &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}, nil
 }
 
 // open returns the queue named by the flags, after checking that its table exists and is

@@ -79,7 +79,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-const usage = `usage: rjq [--addr host:port] [--db name] [--queue name] [--json] command [args]
+const usage = `usage: rjq [--addr host:port] [--db name] [--queue name] [--json] [--tls | --tls-ca file] command [args]
 
 commands:
   summary                  job counts by status
@@ -96,5 +96,6 @@ commands:
   web [--listen addr] [--actions]
                            dashboard at /, Prometheus metrics at /metrics
 
-The address also comes from RJQ_ADDR; RJQ_USER and RJQ_PASSWORD give the account.
+The address also comes from RJQ_ADDR; RJQ_USER and RJQ_PASSWORD give the account;
+RJQ_TLS=1 or RJQ_TLS_CA=file turn TLS on.
 `

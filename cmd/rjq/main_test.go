@@ -101,6 +101,8 @@ func TestCommandsAgainstAQueue(t *testing.T) {
 	assert.Contains(t, res.stdout, queue.DefaultName)
 
 	// Bad input: a clear message, a non-zero exit, nothing written.
+	notPEM := filepath.Join(t.TempDir(), "not.pem")
+	require.NoError(t, os.WriteFile(notPEM, []byte("not a certificate"), 0o600))
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -111,6 +113,8 @@ func TestCommandsAgainstAQueue(t *testing.T) {
 		{append(base, "--queue", "nope", "summary"), exitUsage, "no queue"},
 		{[]string{"--addr", "127.0.0.1:1", "summary"}, exitFailed, "cannot reach"},
 		{append(base, "frobnicate"), exitUsage, "unknown command"},
+		{append([]string{"--tls-ca", filepath.Join(t.TempDir(), "missing.pem")}, append(base, "summary")...), exitUsage, "--tls-ca"},
+		{append([]string{"--tls-ca", notPEM}, append(base, "summary")...), exitUsage, "no PEM certificate"},
 	} {
 		res := rjq(t, bin, tc.args...)
 		assert.Equal(t, tc.code, res.code, "%v: %s", tc.args, res.stderr)
