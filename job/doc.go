@@ -42,4 +42,6 @@
 //   - Priority.Valid, Status.Valid and Status.Finished, for code that reads jobs.
 //   - The Message constants, the log messages the original library writes, for code that
 //     reads a job's log; StateDocumentID, for tools that read a queue's table directly.
+//   - The default option values (DefaultTimeout and the others DefaultOptions returns) and
+//     the error values, for errors.Is.
 package job

@@ -96,3 +96,22 @@ func ExampleQueue_SetLimit() {
 		log.Fatal(err) // wraps queue.ErrInvalidLimit for a bad limit; nothing is written then
 	}
 }
+
+// Hear about jobs that will not run again, and retry on a policy of the queue's own.
+func ExampleOptions_onTerminated() {
+	ctx := context.Background()
+	q, err := queue.New(ctx, nil, &queue.Options{
+		Name: "payments",
+		OnTerminated: func(j *job.Job, err error) {
+			log.Printf("job %s gave up after %d retries: %v", j.ID, j.RetryCount, err)
+		},
+		// 1, 4, 9, … minutes; a job's own exponential job.Backoff would win.
+		RetryBackoff: func(_ *job.Job, retry int) time.Duration {
+			return time.Duration(retry*retry) * time.Minute
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer q.Stop(ctx)
+}
