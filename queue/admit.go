@@ -39,12 +39,15 @@ func (p *processor) refreshLimits(ctx context.Context, now time.Time) {
 	if !due {
 		return
 	}
-	stored, err := p.q.db.Limits(ctx)
+	l.read = now // after a failure too: the next try is limitsRefresh later
+	stored, bad, err := p.q.db.Limits(ctx)
 	if err != nil {
 		p.q.log.Warn("reading the limits failed; the known ones stay", "err", err)
 		return
 	}
-	l.read = now
+	for _, err := range bad {
+		p.q.log.Warn("a stored limit cannot be read and is ignored", "err", err)
+	}
 	l.limits = make(map[string]limit, len(stored))
 	for _, s := range stored {
 		parsed, err := parseLimit(s.Name, limitOf(s))
@@ -65,6 +68,11 @@ func (p *processor) held(ctx context.Context, now time.Time) (names []string, un
 		if until.IsZero() || t.Before(until) {
 			until = t
 		}
+	}
+	if len(l.limits) > 0 {
+		// Limits set or removed elsewhere, or a window opening on a day the clock jumps,
+		// are seen within limitsRefresh even while the loop has nothing else to do.
+		sooner(now.Add(limitsRefresh))
 	}
 	for name, lim := range l.limits {
 		if lim.window != nil {
@@ -132,12 +140,12 @@ func (p *processor) admit(ctx context.Context, docs []map[string]any, now time.T
 	return kept, tokens
 }
 
-// returnTokens puts back the tokens of candidates a commit did not claim (another queue
-// took them first).
-func (p *processor) returnTokens(ctx context.Context, missed []string, tokens map[string]string) {
+// returnTokens puts back the tokens of the candidates that took one (tokens: id → name)
+// and that unused reports: the claim left them out, or another queue took them first.
+func (p *processor) returnTokens(ctx context.Context, tokens map[string]string, unused func(id string) bool) {
 	back := make(map[string]int)
-	for _, id := range missed {
-		if name, ok := tokens[id]; ok {
+	for id, name := range tokens {
+		if unused(id) {
 			back[name]++
 		}
 	}

@@ -164,6 +164,7 @@ func (p *processor) adopt(docs []map[string]any) {
 			continue
 		}
 		q.log.Info("running a job whose claim's answer was lost", "job", j.ID)
+		q.claimedMetric(1)
 		q.emit(Event{Type: EventActive, JobID: j.ID})
 		p.start(j)
 	}

@@ -88,16 +88,20 @@ func (q *Queue) RemoveLimit(ctx context.Context, name string) error {
 	return nil
 }
 
-// Limits returns the limits of the queue's table, by job name.
+// Limits returns the limits of the queue's table, by job name. A stored limit that cannot
+// be read (written by hand, say) is left out and logged; processing queues ignore it too.
 func (q *Queue) Limits(ctx context.Context) (map[string]Limit, error) {
 	end, err := q.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer end()
-	stored, err := q.db.Limits(ctx)
+	stored, bad, err := q.db.Limits(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("queue %s: list limits: %w", q.cfg.name, err)
+	}
+	for _, err := range bad {
+		q.log.Warn("a stored limit cannot be read and is ignored", "err", err)
 	}
 	out := make(map[string]Limit, len(stored))
 	for _, s := range stored {
@@ -107,7 +111,7 @@ func (q *Queue) Limits(ctx context.Context) (map[string]Limit, error) {
 }
 
 func limitOf(s rdb.StoredLimit) Limit {
-	l := Limit{Starts: s.Starts, Per: time.Duration(s.Per) * time.Millisecond}
+	l := Limit{Starts: s.Starts, Per: time.Duration(s.Per * float64(time.Millisecond))}
 	if s.From != "" || s.To != "" {
 		l.Window = &Window{From: s.From, To: s.To, Location: s.Location}
 	}
@@ -152,6 +156,8 @@ func parseLimit(name string, l Limit) (limit, error) {
 		return bad("give both Starts and Per, or neither")
 	case l.Starts == 0 && l.Window == nil:
 		return bad("give a rate (Starts per Per), a Window, or both")
+	case l.Per > 0 && l.Per < time.Millisecond:
+		return bad("Per must be at least a millisecond")
 	}
 	out := limit{starts: l.Starts}
 	if w := l.Window; w != nil {

@@ -76,3 +76,16 @@ func TestSooner(t *testing.T) {
 	assert.True(t, got > 900*time.Millisecond && got <= 1005*time.Millisecond, "%v", got)
 	assert.Equal(t, 10*time.Millisecond, sooner(10*time.Millisecond, time.Now().Add(time.Hour)))
 }
+
+func TestWindowAtOnTheDayTheClockJumps(t *testing.T) {
+	paris, err := time.LoadLocation("Europe/Paris")
+	require.NoError(t, err)
+	// 2026-03-29 02:00 CET becomes 03:00 CEST: a window from 02:30 has no 02:30 that day.
+	w := window{from: clock{2, 30}, to: clock{5, 0}, loc: paris}
+	before := time.Date(2026, 3, 29, 1, 59, 0, 0, paris)
+	open, opens := w.at(before)
+	assert.False(t, open)
+	assert.True(t, opens.After(before), "it opens later that day: %v", opens)
+	open, _ = w.at(time.Date(2026, 3, 29, 3, 31, 0, 0, paris))
+	assert.True(t, open, "open after the jump")
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
@@ -120,4 +121,73 @@ func TestLimitBadInputWritesNothing(t *testing.T) {
 	limits, err = f.q.Limits(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, limits)
+}
+
+// Jobs of a name whose bucket is empty never hold back the jobs behind them, even while
+// no run ends to wake the loop.
+func TestAnEmptyBucketDoesNotStallOtherJobs(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &queue.Options{Concurrency: 3})
+	ctx := testContext(t)
+	require.NoError(t, f.q.SetLimit(ctx, "mail", queue.Limit{Starts: 1, Per: time.Hour}))
+	var jobs []*job.Job
+	for range 5 {
+		jobs = append(jobs, f.q.CreateJob(nil).SetName("mail").SetPriority(job.High))
+	}
+	reports := []*job.Job{f.q.CreateJob(nil).SetName("report"), f.q.CreateJob(nil).SetName("report")}
+	events := f.q.Events(ctx, queue.EventCompleted)
+	_, err := f.q.AddJob(ctx, append(jobs, reports...)...)
+	require.NoError(t, err)
+	release := make(chan struct{})
+	defer close(release)
+	require.NoError(t, f.q.Process(func(ctx context.Context, j *job.Job) (any, error) {
+		if j.Name == "mail" {
+			select { // the one mail the bucket allows runs until the test ends
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return nil, nil
+	}))
+	start := time.Now()
+	waitForAll(t, events, queue.EventCompleted, reports...)
+	assert.Less(t, time.Since(start), 5*time.Second, "the reports behind the held-back mails ran at once")
+	s, err := f.q.Summary(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, s.Active, "one mail runs: the bucket held one token")
+	assert.Equal(t, 4, s.Waiting)
+}
+
+// A limit document written by hand without the bucket's fields still limits (a missing
+// level counts as a full bucket), and one that cannot be read is ignored without switching
+// off the others.
+func TestHandWrittenLimitDocuments(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &queue.Options{Concurrency: 4})
+	ctx := testContext(t)
+	require.NoError(t, f.q.SetLimit(ctx, "other", queue.Limit{Starts: 1, Per: time.Hour})) // creates the table
+	limits := r.DB(f.db).Table(f.q.Name() + "_limits")
+	_, err := limits.Insert([]any{
+		map[string]any{"id": "mail", "starts": 2, "per": 3600000},
+		map[string]any{"id": "junk", "starts": "many", "from": map[string]any{}},
+	}).RunWrite(f.raw)
+	require.NoError(t, err)
+	got, err := f.q.Limits(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]queue.Limit{"mail": {Starts: 2, Per: time.Hour}, "other": {Starts: 1, Per: time.Hour}}, got)
+
+	var jobs []*job.Job
+	for range 4 {
+		jobs = append(jobs, f.q.CreateJob(nil).SetName("mail"))
+	}
+	junk := f.q.CreateJob(nil).SetName("junk")
+	events := f.q.Events(ctx, queue.EventCompleted)
+	_, err = f.q.AddJob(ctx, append(jobs, junk)...)
+	require.NoError(t, err)
+	rec := &starts{at: map[string][]time.Time{}}
+	require.NoError(t, f.q.Process(rec.handler))
+	waitFor(t, events, queue.EventCompleted, junk.ID)
+	assert.Never(t, func() bool { return len(rec.of("mail")) > 2 }, time.Second, 50*time.Millisecond,
+		"two mails at most: the hand-written bucket was full")
+	assert.Len(t, rec.of("mail"), 2)
 }

@@ -23,6 +23,7 @@ type Metrics interface {
 // claimedMetric reports a claim of n jobs to Options.Metrics.
 func (q *Queue) claimedMetric(n int) {
 	if q.cfg.metrics != nil && n > 0 {
+		defer q.metricsPanic()
 		q.cfg.metrics.JobsClaimed(q.cfg.name, n)
 	}
 }
@@ -30,6 +31,15 @@ func (q *Queue) claimedMetric(n int) {
 // runMetric reports the end of a run of j to Options.Metrics.
 func (q *Queue) runMetric(j job.Job, status job.Status, at time.Time) {
 	if q.cfg.metrics != nil {
+		defer q.metricsPanic()
 		q.cfg.metrics.RunEnded(q.cfg.name, status, runTime(j, at))
+	}
+}
+
+// metricsPanic keeps a Metrics implementation that panics from taking the processing loop
+// down: the measurement is lost and the panic logged.
+func (q *Queue) metricsPanic() {
+	if v := recover(); v != nil {
+		q.log.Error("Options.Metrics panicked; the measurement is lost", "panic", v)
 	}
 }

@@ -262,6 +262,7 @@ func (p *processor) tick() time.Duration {
 	var readErr error
 	var heldUntil time.Time
 	var tokens map[string]string
+	var dropped bool // admit held candidates back: the next read leaves their names out
 	if claiming {
 		now := time.Now()
 		var names []string
@@ -269,12 +270,17 @@ func (p *processor) tick() time.Duration {
 		if c, readErr = q.db.ReadCandidates(ctx, free, rdb.Skip{IDs: p.skipList(), Names: names}); readErr != nil {
 			c = rdb.Candidates{}
 		}
+		before := len(c.Docs)
 		c.Docs, tokens = p.admit(ctx, c.Docs, now)
+		dropped = len(c.Docs) < before
 		if t, ok := p.lim.soonest(now); ok && (heldUntil.IsZero() || t.Before(heldUntil)) {
 			heldUntil = t
 		}
 	}
 	claims, ids := p.claimsOf(c.Docs)
+	if len(tokens) > len(claims) {
+		p.returnTokens(ctx, tokens, func(id string) bool { _, ok := claims[id]; return !ok })
+	}
 	outs := p.takeOutcomes()
 	if len(outs) == 0 && len(claims) == 0 {
 		if claiming {
@@ -283,8 +289,8 @@ func (p *processor) tick() time.Duration {
 		if readErr != nil {
 			return p.failedTick(readErr)
 		}
-		if claiming && len(c.Docs) > 0 {
-			return 0 // every candidate was left out as malformed: there may be more
+		if claiming && (len(c.Docs) > 0 || dropped) {
+			return 0 // every candidate was left out (malformed, or held back): there may be more
 		}
 		if claiming {
 			return sooner(p.idle(c), heldUntil)
@@ -303,7 +309,15 @@ func (p *processor) tick() time.Duration {
 		return p.failedTick(err)
 	}
 	if len(tokens) > 0 && len(res.Missed) > 0 {
-		p.returnTokens(ctx, res.Missed, tokens)
+		missed, ours := make(map[string]bool, len(res.Missed)), make(map[string]bool, len(res.Ours))
+		for _, id := range res.Missed {
+			missed[id] = true
+		}
+		for _, doc := range res.Ours {
+			id, _ := doc["id"].(string)
+			ours[id] = true // claimed by an earlier try of this write: it runs, with its token
+		}
+		p.returnTokens(ctx, tokens, func(id string) bool { return missed[id] && !ours[id] })
 	}
 	again := p.written(ctx, outs, res)
 	jobs := p.decodeClaimed(res)
@@ -330,9 +344,9 @@ func (p *processor) tick() time.Duration {
 	case readErr != nil:
 		return p.failedTick(readErr)
 	case !claiming:
-	case len(jobs) == free, len(c.Docs) > len(jobs):
-		// Every slot filled, or rdb.Candidates were taken by other queues or left out as
-		// malformed: there may be more.
+	case len(jobs) == free, len(c.Docs) > len(jobs), dropped:
+		// Every slot filled, or candidates were taken by other queues, left out as
+		// malformed or held back by a limit: there may be more.
 		return 0
 	default:
 		next = sooner(p.idle(c), heldUntil)

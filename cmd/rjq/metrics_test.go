@@ -42,16 +42,7 @@ func TestWebMetrics(t *testing.T) {
 		require.NoError(t, err)
 		return string(b)
 	}
-	// rjq's feed opens in the background: wait until it is open (it sees a job added).
-	_, err = lib.AddJob(ctx, lib.CreateJob("probe").SetName("probe").SetDateEnable(time.Now().Add(time.Hour)))
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { return strings.Contains(scrape(), `rjq_events_total{queue="metered",type="added"} 1`) },
-		30*time.Second, 100*time.Millisecond)
-
 	events := lib.Events(ctx, queue.EventCompleted, queue.EventTerminated)
-	jobs := []*job.Job{lib.CreateJob(1).SetRetryMax(0), lib.CreateJob(2).SetRetryMax(0), lib.CreateJob(3).SetRetryMax(0)}
-	_, err = lib.AddJob(ctx, jobs...)
-	require.NoError(t, err)
 	require.NoError(t, lib.Process(func(_ context.Context, j *job.Job) (any, error) {
 		time.Sleep(20 * time.Millisecond) // a run that takes a measurable time
 		if j.Data == float64(3) {
@@ -59,30 +50,53 @@ func TestWebMetrics(t *testing.T) {
 		}
 		return nil, nil
 	}))
-	for range jobs {
-		select {
-		case <-events:
-		case <-ctx.Done():
-			t.Fatal("the jobs did not end")
+	run := func(jobs ...*job.Job) {
+		t.Helper()
+		_, err := lib.AddJob(ctx, jobs...)
+		require.NoError(t, err)
+		for range jobs {
+			select {
+			case <-events:
+			case <-ctx.Done():
+				t.Fatal("the jobs did not end")
+			}
 		}
 	}
-	want := []string{
-		`rjq_jobs_claimed_total{queue="metered"} 3`,
-		`rjq_runs_total{queue="metered",status="completed"} 2`,
-		`rjq_runs_total{queue="metered",status="terminated"} 1`,
-		`rjq_run_duration_seconds_count{queue="metered"} 3`,
-		`rjq_run_duration_seconds_bucket{queue="metered",le="0.01"} 0`,
-		`rjq_jobs{queue="metered",status="completed"} 2`,
+	// rjq's feed opens in the background: run probe jobs until it has seen one.
+	require.Eventually(t, func() bool {
+		run(lib.CreateJob(0))
+		return value(scrape(), `rjq_runs_total{queue="metered",status="completed"}`) > 0
+	}, 30*time.Second, 100*time.Millisecond)
+	base := scrape()
+	run(lib.CreateJob(1).SetRetryMax(0), lib.CreateJob(2).SetRetryMax(0), lib.CreateJob(3).SetRetryMax(0))
+	want := map[string]int{
+		`rjq_jobs_claimed_total{queue="metered"}`:                    3,
+		`rjq_runs_total{queue="metered",status="completed"}`:         2,
+		`rjq_runs_total{queue="metered",status="terminated"}`:        1,
+		`rjq_run_duration_seconds_count{queue="metered"}`:            3,
+		`rjq_run_duration_seconds_bucket{queue="metered",le="0.01"}`: 0,
 	}
 	var out string
 	require.Eventually(t, func() bool {
 		out = scrape()
-		for _, w := range want {
-			if !strings.Contains(out, w) {
+		for series, n := range want {
+			if value(out, series)-value(base, series) != n {
 				return false
 			}
 		}
 		return true
-	}, 30*time.Second, 100*time.Millisecond, "the scrape shows the runs")
+	}, 30*time.Second, 100*time.Millisecond, "the scrape shows the three runs")
 	assert.Contains(t, out, "# TYPE rjq_run_duration_seconds histogram")
+	assert.Equal(t, value(base, `rjq_jobs{queue="metered",status="completed"}`)+2, value(out, `rjq_jobs{queue="metered",status="completed"}`))
+}
+
+// value is the sample of series in a scrape, 0 when absent.
+func value(scrape, series string) int {
+	for _, line := range strings.Split(scrape, "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	return 0
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"time"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
@@ -15,11 +17,17 @@ import (
 // language runs the jobs: a job that becomes active is a claim, and a job that leaves
 // active is the end of a run, with the duration its outcome's log entry records (both
 // libraries write it) or else dateFinished − dateStarted. A feed that fails is reopened
-// after a second; changes meanwhile are not counted.
-func followRuns(ctx context.Context, s r.QueryExecutor, c config, m *metrics.Collector) {
+// after a second (changes meanwhile are not counted), and its error written to errs
+// whenever it differs from the last one.
+func followRuns(ctx context.Context, s r.QueryExecutor, c config, m *metrics.Collector, errs io.Writer) {
 	table := r.DB(c.db).Table(c.queue)
+	var last string
 	for ctx.Err() == nil {
-		_ = changefeed.Follow(ctx, s, table, r.RunOpts{}, nil, func(ch changefeed.Change) { countRun(c.queue, ch, m) })
+		err := changefeed.Follow(ctx, s, table, r.RunOpts{}, nil, func(ch changefeed.Change) { countRun(c.queue, ch, m) })
+		if err != nil && ctx.Err() == nil && err.Error() != last {
+			last = err.Error()
+			fmt.Fprintf(errs, "rjq web: the changefeed for /metrics failed, retrying every second: %v\n", err)
+		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Second):

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"sort"
 	"strconv"
 	"sync"
@@ -58,8 +59,14 @@ func cmdWeb(ctx context.Context, c config, args []string, out io.Writer) error {
 	d := &dashboard{c: c, q: q, actions: *actions, counts: make(map[queue.EventType]uint64), subs: make(map[chan queue.Event]struct{}),
 		runs: metrics.New()}
 	feedCtx, endFeed := context.WithCancel(ctx)
-	defer endFeed()
-	go followRuns(feedCtx, feed, c, d.runs)
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		followRuns(feedCtx, feed, c, d.runs, os.Stderr)
+	}()
+	// The feed ends before its session closes: the driver does not allow closing a
+	// cursor's connection while another goroutine waits on it.
+	defer func() { endFeed(); <-followed }()
 	// Subscribe before seeding the chart, so that no run finishing meanwhile is missed.
 	go d.fanOut(q.Events(ctx))
 	if err := d.seedThroughput(ctx, time.Now()); err != nil {

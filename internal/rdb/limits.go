@@ -2,9 +2,13 @@ package rdb
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"time"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
 )
 
 // LimitsSuffix names the side table of a queue's limits: one document per job name, with
@@ -12,14 +16,13 @@ import (
 // it.
 const LimitsSuffix = "_limits"
 
-// StoredLimit is a limit document. Starts tokens refill over Per (milliseconds); Tokens
-// and At are the bucket's level and when it was last taken from.
+// StoredLimit is a limit document: Starts tokens that refill over Per (milliseconds).
+// The document also holds the bucket's level ("tokens") and when it was last taken from
+// ("at"), which only the server's queries read and write.
 type StoredLimit struct {
-	Name   string    `rethinkdb:"id"`
-	Starts int       `rethinkdb:"starts"`
-	Per    float64   `rethinkdb:"per"`
-	Tokens float64   `rethinkdb:"tokens"`
-	At     time.Time `rethinkdb:"at"`
+	Name   string  `rethinkdb:"id"`
+	Starts int     `rethinkdb:"starts"`
+	Per    float64 `rethinkdb:"per"`
 	// From, To and Location are the daily window ("15:04" clock times and an IANA zone);
 	// empty From and To: none.
 	From     string `rethinkdb:"from"`
@@ -46,57 +49,114 @@ func (t *Table) DeleteLimit(ctx context.Context, name string) (bool, error) {
 	return res.Deleted > 0, err
 }
 
-// Limits reads every limit, by name.
-func (t *Table) Limits(ctx context.Context) ([]StoredLimit, error) {
-	var out []StoredLimit
+// Limits reads every limit, by name. A document that is not a limit (written by hand,
+// say) is left out and reported in bad, so that it cannot switch off the others.
+func (t *Table) Limits(ctx context.Context) (limits []StoredLimit, bad []error, err error) {
+	var docs []map[string]any
 	tbl := t.Side(LimitsSuffix)
-	err := t.readSide(ctx, tbl, tbl.OrderBy("id"), &out)
-	return out, err
+	if err := t.readSide(ctx, tbl, tbl.OrderBy("id"), &docs); err != nil {
+		return nil, nil, err
+	}
+	for _, doc := range docs {
+		l, err := limitFrom(doc)
+		if err != nil {
+			bad = append(bad, err)
+			continue
+		}
+		limits = append(limits, l)
+	}
+	return limits, bad, nil
+}
+
+// limitFrom reads a limit document; the bucket's level and time are the server's business.
+func limitFrom(doc map[string]any) (StoredLimit, error) {
+	var l StoredLimit
+	var ok bool
+	str := func(k string) string {
+		v, isStr := doc[k].(string)
+		if doc[k] != nil && !isStr {
+			ok = false
+		}
+		return v
+	}
+	ok = true
+	l.Name = str("id")
+	l.From, l.To, l.Location = str("from"), str("to"), str("location")
+	starts, okStarts := docfmt.Number(doc["starts"])
+	per, okPer := docfmt.Number(doc["per"])
+	if doc["starts"] == nil {
+		starts, okStarts = 0, true
+	}
+	if doc["per"] == nil {
+		per, okPer = 0, true
+	}
+	if !ok || l.Name == "" || !okStarts || !okPer || starts != math.Trunc(starts) || starts < 0 || per < 0 {
+		return StoredLimit{}, fmt.Errorf("limit document %v: want id, from, to, location as strings and starts, per as numbers", doc["id"])
+	}
+	l.Starts, l.Per = int(starts), per
+	return l, nil
 }
 
 // TakeTokens takes up to want tokens from the bucket of name, atomically (one update of
 // its document, so workers taking at once never get more than the bucket holds), and
 // returns how many it took and how long until the next token. The bucket first refills
-// by Starts per Per since it was last taken from, up to Starts. A name without a bucket
-// (its limit was removed, or has no rate) gives what was wanted.
+// by Starts per Per since it was last taken from, up to Starts (a bucket missing its
+// level or time counts as full). A name without a bucket (its limit was removed, or has
+// no rate) gives what was wanted.
 func (t *Table) TakeTokens(ctx context.Context, name string, want int) (int, time.Duration, error) {
+	// The level before the take is worked out again here from the old document and the new
+	// one's time, so that nothing but the bucket is stored.
+	level := func(b r.Term, at r.Term) r.Term {
+		starts := b.Field("starts").Default(0)
+		per := b.Field("per").Default(0)
+		rate := r.Branch(per.Gt(0), starts.Div(per.Div(1000)), 0)
+		filled := b.Field("tokens").Default(starts).Add(at.Sub(b.Field("at").Default(r.EpochTime(0))).Mul(rate))
+		return r.Branch(filled.Gt(starts), starts, filled)
+	}
 	term := t.Side(LimitsSuffix).Get(name).Update(func(b r.Term) any {
-		starts := b.Field("starts")
-		rate := r.Branch(b.Field("per").Gt(0), starts.Div(b.Field("per").Div(1000)), 0)
-		filled := b.Field("tokens").Add(r.Now().Sub(b.Field("at")).Mul(rate))
-		return r.Expr(r.Branch(filled.Gt(starts), starts, filled)).Do(func(level r.Term) any {
-			take := r.Branch(level.Floor().Lt(want), level.Floor(), want)
-			return r.Branch(starts.Le(0), map[string]any{"taken": want},
-				map[string]any{"tokens": level.Sub(take), "at": r.Now(), "taken": take})
+		return level(b, r.Now()).Do(func(lv r.Term) any {
+			take := r.Branch(lv.Floor().Lt(want), lv.Floor(), want)
+			return r.Branch(b.Field("starts").Default(0).Le(0), map[string]any{},
+				map[string]any{"tokens": lv.Sub(take), "at": r.Now()})
 		})
-	}, r.UpdateOpts{ReturnChanges: "always"})
-	res, err := t.Write(ctx, term)
-	if err != nil {
+	}, r.UpdateOpts{ReturnChanges: "always"}).Do(func(res r.Term) any {
+		ch := res.Field("changes").Default([]any{})
+		return r.Branch(ch.IsEmpty(), nil, ch.Nth(0).Do(func(c r.Term) any {
+			return r.Branch(c.Field("old_val").Eq(nil).Or(c.Field("new_val").Eq(nil)), nil, map[string]any{
+				"starts": c.Field("new_val").Field("starts").Default(0),
+				"per":    c.Field("new_val").Field("per").Default(0),
+				"tokens": c.Field("new_val").Field("tokens").Default(0),
+				"before": level(c.Field("old_val"), c.Field("new_val").Field("at").Default(r.EpochTime(0))),
+			})
+		}))
+	})
+	var got *struct {
+		Starts float64 `rethinkdb:"starts"`
+		Per    float64 `rethinkdb:"per"`
+		Tokens float64 `rethinkdb:"tokens"`
+		Before float64 `rethinkdb:"before"`
+	}
+	if err := t.ReadOne(ctx, term, &got); err != nil {
 		return 0, 0, err
 	}
-	if len(res.Changes) == 0 {
+	if got == nil || got.Starts <= 0 || got.Per <= 0 {
 		return want, 0, nil
 	}
-	b, ok := res.Changes[0].NewValue.(map[string]any)
-	if !ok {
-		return want, 0, nil
-	}
-	num := func(k string) float64 { f, _ := b[k].(float64); return f }
-	starts, per, tokens := num("starts"), num("per"), num("tokens")
-	taken := int(num("taken"))
-	if starts <= 0 || per <= 0 || tokens >= 1 {
+	taken := int(math.Round(got.Before - got.Tokens))
+	if got.Tokens >= 1 {
 		return taken, 0, nil
 	}
-	perToken := per / starts * float64(time.Millisecond)
-	return taken, time.Duration((1 - tokens) * perToken), nil
+	perToken := got.Per / got.Starts * float64(time.Millisecond)
+	return taken, time.Duration((1 - got.Tokens) * perToken), nil
 }
 
 // ReturnTokens puts n tokens back in the bucket of name (up to its size), for starts that
 // were taken but not used: the claim found the job taken by another queue.
 func (t *Table) ReturnTokens(ctx context.Context, name string, n int) error {
 	_, err := t.Write(ctx, t.Side(LimitsSuffix).Get(name).Update(func(b r.Term) any {
-		back := b.Field("tokens").Add(n)
-		return map[string]any{"tokens": r.Branch(back.Gt(b.Field("starts")), b.Field("starts"), back)}
+		starts := b.Field("starts").Default(0)
+		back := b.Field("tokens").Default(starts).Add(n)
+		return map[string]any{"tokens": r.Branch(back.Gt(starts), starts, back)}
 	}))
 	return err
 }
