@@ -18,7 +18,7 @@ const LimitsSuffix = "_limits"
 
 // StoredLimit is a limit document: Starts tokens that refill over Per (milliseconds).
 // The document also holds the bucket's level ("tokens") and when it was last taken from
-// ("at"), which only the server's queries read and write.
+// ("at", epoch seconds), which only TakeTokens and ReturnTokens read and write.
 type StoredLimit struct {
 	Name   string  `rethinkdb:"id"`
 	Starts int     `rethinkdb:"starts"`
@@ -33,7 +33,7 @@ type StoredLimit struct {
 // PutLimit writes the limit l, replacing one of the same name with a full bucket.
 func (t *Table) PutLimit(ctx context.Context, l StoredLimit) error {
 	doc := map[string]any{
-		"id": l.Name, "starts": l.Starts, "per": l.Per, "tokens": l.Starts, "at": r.Now(),
+		"id": l.Name, "starts": l.Starts, "per": l.Per, "tokens": l.Starts, "at": r.Now().ToEpochTime(),
 		"from": l.From, "to": l.To, "location": l.Location, "queueId": t.QueueID,
 	}
 	_, err := t.Write(ctx, t.Side(LimitsSuffix).Insert(doc, r.InsertOpts{Conflict: "replace"}))
@@ -103,51 +103,54 @@ func limitFrom(doc map[string]any) (StoredLimit, error) {
 // by Starts per Per since it was last taken from, up to Starts (a bucket missing its
 // level or time counts as full). A name without a bucket (its limit was removed, or has
 // no rate) gives what was wanted.
+//
+// The bucket's time is stored as epoch seconds, a number, so that the arithmetic is the
+// same on the server and here: the tokens taken are worked out from the old and new
+// document, and nothing but the bucket is stored.
 func (t *Table) TakeTokens(ctx context.Context, name string, want int) (int, time.Duration, error) {
-	// The level before the take is worked out again here from the old document and the new
-	// one's time, so that nothing but the bucket is stored.
-	level := func(b r.Term, at r.Term) r.Term {
+	now := r.Now().ToEpochTime()
+	term := t.Side(LimitsSuffix).Get(name).Update(func(b r.Term) any {
 		starts := b.Field("starts").Default(0)
 		per := b.Field("per").Default(0)
 		rate := r.Branch(per.Gt(0), starts.Div(per.Div(1000)), 0)
-		filled := b.Field("tokens").Default(starts).Add(at.Sub(b.Field("at").Default(r.EpochTime(0))).Mul(rate))
-		return r.Branch(filled.Gt(starts), starts, filled)
-	}
-	term := t.Side(LimitsSuffix).Get(name).Update(func(b r.Term) any {
-		return level(b, r.Now()).Do(func(lv r.Term) any {
-			take := r.Branch(lv.Floor().Lt(want), lv.Floor(), want)
-			return r.Branch(b.Field("starts").Default(0).Le(0), map[string]any{},
-				map[string]any{"tokens": lv.Sub(take), "at": r.Now()})
+		filled := b.Field("tokens").Default(starts).Add(now.Sub(b.Field("at").Default(0)).Mul(rate))
+		return r.Branch(filled.Gt(starts), starts, filled).Do(func(level r.Term) any {
+			take := r.Branch(level.Floor().Lt(want), level.Floor(), want)
+			return r.Branch(starts.Le(0), map[string]any{}, map[string]any{"tokens": level.Sub(take), "at": now})
 		})
-	}, r.UpdateOpts{ReturnChanges: "always"}).Do(func(res r.Term) any {
-		ch := res.Field("changes").Default([]any{})
-		return r.Branch(ch.IsEmpty(), nil, ch.Nth(0).Do(func(c r.Term) any {
-			return r.Branch(c.Field("old_val").Eq(nil).Or(c.Field("new_val").Eq(nil)), nil, map[string]any{
-				"starts": c.Field("new_val").Field("starts").Default(0),
-				"per":    c.Field("new_val").Field("per").Default(0),
-				"tokens": c.Field("new_val").Field("tokens").Default(0),
-				"before": level(c.Field("old_val"), c.Field("new_val").Field("at").Default(r.EpochTime(0))),
-			})
-		}))
-	})
-	var got *struct {
-		Starts float64 `rethinkdb:"starts"`
-		Per    float64 `rethinkdb:"per"`
-		Tokens float64 `rethinkdb:"tokens"`
-		Before float64 `rethinkdb:"before"`
-	}
-	if err := t.ReadOne(ctx, term, &got); err != nil {
+	}, r.UpdateOpts{ReturnChanges: "always"})
+	res, err := t.Write(ctx, term)
+	if err != nil {
 		return 0, 0, err
 	}
-	if got == nil || got.Starts <= 0 || got.Per <= 0 {
+	if len(res.Changes) == 0 {
 		return want, 0, nil
 	}
-	taken := int(math.Round(got.Before - got.Tokens))
-	if got.Tokens >= 1 {
+	old, okOld := res.Changes[0].OldValue.(map[string]any)
+	cur, okNew := res.Changes[0].NewValue.(map[string]any)
+	if !okOld || !okNew {
+		return want, 0, nil
+	}
+	starts, per := bucketNumber(cur, "starts", 0), bucketNumber(cur, "per", 0)
+	if starts <= 0 || per <= 0 {
+		return want, 0, nil
+	}
+	rate := starts / (per / 1000)
+	level := min(starts, bucketNumber(old, "tokens", starts)+(bucketNumber(cur, "at", 0)-bucketNumber(old, "at", 0))*rate)
+	tokens := bucketNumber(cur, "tokens", 0)
+	taken := int(math.Round(level - tokens))
+	if tokens >= 1 {
 		return taken, 0, nil
 	}
-	perToken := got.Per / got.Starts * float64(time.Millisecond)
-	return taken, time.Duration((1 - got.Tokens) * perToken), nil
+	return taken, time.Duration((1 - tokens) / rate * float64(time.Second)), nil
+}
+
+// bucketNumber is the number k of a bucket document, def when it is missing.
+func bucketNumber(doc map[string]any, k string, def float64) float64 {
+	if f, ok := docfmt.Number(doc[k]); ok {
+		return f
+	}
+	return def
 }
 
 // ReturnTokens puts n tokens back in the bucket of name (up to its size), for starts that
