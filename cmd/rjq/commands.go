@@ -53,10 +53,7 @@ func summarize(ctx context.Context, q *queue.Queue) (counts, error) {
 }
 
 func cmdSummary(ctx context.Context, c config, args []string, out io.Writer) error {
-	if len(args) > 0 {
-		return usagef("summary takes no arguments")
-	}
-	q, done, err := c.open(ctx)
+	q, done, err := c.openNoArgs(ctx, "summary", args, false)
 	if err != nil {
 		return err
 	}
@@ -263,18 +260,15 @@ func act(ctx context.Context, c config, name string, args []string, out io.Write
 }
 
 func cmdPause(ctx context.Context, c config, args []string, out io.Writer) error {
-	return global(ctx, c, args, out, "paused", func(q *queue.Queue) error { return q.Pause(ctx, true) })
+	return global(ctx, c, "pause", args, out, "paused", func(q *queue.Queue) error { return q.Pause(ctx, true) })
 }
 
 func cmdResume(ctx context.Context, c config, args []string, out io.Writer) error {
-	return global(ctx, c, args, out, "resumed", func(q *queue.Queue) error { return q.Resume(ctx, true) })
+	return global(ctx, c, "resume", args, out, "resumed", func(q *queue.Queue) error { return q.Resume(ctx, true) })
 }
 
-func global(ctx context.Context, c config, args []string, out io.Writer, done string, do func(*queue.Queue) error) error {
-	if len(args) > 0 {
-		return usagef("takes no arguments")
-	}
-	q, closeQ, err := c.open(ctx)
+func global(ctx context.Context, c config, command string, args []string, out io.Writer, done string, do func(*queue.Queue) error) error {
+	q, closeQ, err := c.openNoArgs(ctx, command, args, false)
 	if err != nil {
 		return err
 	}
@@ -287,10 +281,7 @@ func global(ctx context.Context, c config, args []string, out io.Writer, done st
 }
 
 func cmdReview(ctx context.Context, c config, args []string, out io.Writer) error {
-	if len(args) > 0 {
-		return usagef("review takes no arguments")
-	}
-	q, done, err := c.open(ctx)
+	q, done, err := c.openNoArgs(ctx, "review", args, false)
 	if err != nil {
 		return err
 	}
@@ -307,10 +298,7 @@ func cmdReview(ctx context.Context, c config, args []string, out io.Writer) erro
 }
 
 func cmdWatch(ctx context.Context, c config, args []string, out io.Writer) error {
-	if len(args) > 0 {
-		return usagef("watch takes no arguments")
-	}
-	q, done, err := c.openWatching(ctx)
+	q, done, err := c.openNoArgs(ctx, "watch", args, true)
 	if err != nil {
 		return err
 	}

@@ -108,6 +108,18 @@ func (c config) tlsConfig() (*tls.Config, error) {
 	return &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}, nil
 }
 
+// openNoArgs opens the queue (with its changefeed when watching) for a command that takes
+// no arguments, refusing any.
+func (c config) openNoArgs(ctx context.Context, command string, args []string, watching bool) (*queue.Queue, func(), error) {
+	if len(args) > 0 {
+		return nil, nil, usagef("%s takes no arguments", command)
+	}
+	if watching {
+		return c.openWatching(ctx)
+	}
+	return c.open(ctx)
+}
+
 // open returns the queue named by the flags, after checking that its table exists and is
 // a queue's: rjq never creates a database or a table.
 func (c config) open(ctx context.Context) (*queue.Queue, func(), error) {
