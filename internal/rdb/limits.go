@@ -42,11 +42,7 @@ func (t *Table) PutLimit(ctx context.Context, l StoredLimit) error {
 
 // DeleteLimit removes the limit of name and reports whether there was one.
 func (t *Table) DeleteLimit(ctx context.Context, name string) (bool, error) {
-	res, err := t.Write(ctx, t.Side(LimitsSuffix).Get(name).Delete())
-	if NoTable(err) {
-		return false, nil
-	}
-	return res.Deleted > 0, err
+	return t.deleteSide(ctx, LimitsSuffix, name)
 }
 
 // Limits reads every limit, by name. A document that is not a limit (written by hand,

@@ -95,7 +95,13 @@ func (t *Table) PutSchedule(ctx context.Context, s StoredSchedule) error {
 
 // DeleteSchedule removes the schedule name and reports whether there was one.
 func (t *Table) DeleteSchedule(ctx context.Context, name string) (bool, error) {
-	res, err := t.Write(ctx, t.Side(SchedulesSuffix).Get(name).Delete())
+	return t.deleteSide(ctx, SchedulesSuffix, name)
+}
+
+// deleteSide removes the document id of a side table and reports whether there was one
+// (a table never made has none).
+func (t *Table) deleteSide(ctx context.Context, suffix, id string) (bool, error) {
+	res, err := t.Write(ctx, t.Side(suffix).Get(id).Delete())
 	if NoTable(err) {
 		return false, nil
 	}
