@@ -30,6 +30,7 @@ q.ready().then(() => {
     const n = Number(b)
     return q.addJob(jobs(n)).then(() => {
       let completed = 0
+      console.log('start') // rjqbench measures the server's CPU from here
       const t0 = Date.now()
       q.on('completed', () => {
         if (++completed === n) done({ jobsPerSec: n / ((Date.now() - t0) / 1000) })

@@ -1,11 +1,24 @@
-// Command rjqbench measures the queue against a RethinkDB server: processing throughput
-// (jobs/s and wire queries per job) at several concurrencies with a handler that does
-// nothing, the rate of one large AddJob, and the latency from AddJob to the handler's
-// start on an idle queue. With -node it measures the Node.js original (rethinkdb-job-queue
-// 3.1.7) the same way, one after the other on the same server, for a side-by-side table.
+// Command rjqbench measures the queue against a RethinkDB server, beside the floor (the
+// smallest loop that makes the same writes on the same server) and, with -node, the
+// Node.js original (rethinkdb-job-queue 3.1.7), one after the other in one run:
 //
-//	go run ./cmd/rjqbench -addr 127.0.0.1:28015
-//	go run ./cmd/rjqbench -addr 127.0.0.1:28015 -node   # also the original, when node and npm are on PATH
+//   - process: N jobs already in the queue, a handler that does nothing, jobs/s and wire
+//     queries per job at each concurrency; with -floor the floor loop with batch k = the
+//     concurrency; with -server-pid the server's CPU per job for each;
+//
+//   - procs: -procs worker processes of concurrency 50 on one queue;
+//
+//   - add: one AddJob of -add jobs, and with -floor plain batched inserts of the same
+//     documents;
+//
+//   - latency: jobs added one at a time to an idle queue that runs them (add → start);
+//
+//   - cross: jobs added one at a time by another queue to 1 and 8 idle worker processes
+//     (-cross 1,8), and a burst of -burst jobs onto the most of them, with the workers'
+//     candidate reads per job.
+//
+//     go run ./cmd/rjqbench -addr 127.0.0.1:28015 -floor -server-pid $(pidof rethinkdb)
+//     go run ./cmd/rjqbench -addr 127.0.0.1:28015 -node   # when node and npm are on PATH
 //
 // Each measurement runs in a database of its own, dropped afterwards. Queries are counted
 // on the wire by a proxy between the queue and the server (internal/wirecount).
@@ -13,14 +26,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,106 +43,194 @@ import (
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
 
+// result is one throughput measurement.
+type result struct {
+	jobsPerSec, queriesPerJob float64
+	// cpu is the server's CPU time over the measured part, for jobs jobs.
+	cpu  time.Duration
+	jobs int
+}
+
 func main() {
 	addr := flag.String("addr", envOr("RJQ_TEST_ADDR", "127.0.0.1:28015"), "RethinkDB host:port")
-	levels := flag.String("concurrency", "1:1000,10:2000,50:2000", "concurrency:jobs pairs to measure processing at")
-	addN := flag.Int("add", 10000, "jobs in the one AddJob whose rate is measured")
-	latencyN := flag.Int("latency", 200, "jobs added one at a time to an idle queue, for add → start latency")
+	levels := flag.String("concurrency", "1:1000,10:2000,50:3000,200:5000", "concurrency:jobs pairs to measure processing at (empty: none)")
+	addN := flag.Int("add", 10000, "jobs in the one AddJob whose rate is measured (0: none)")
+	latencyN := flag.Int("latency", 200, "jobs added one at a time to an idle queue, for add → start latency (0: none)")
 	node := flag.Bool("node", false, "measure the Node.js original too (needs node and npm)")
-	rounds := flag.Int("rounds", 1, "times to repeat each measurement (the best is reported)")
+	floor := flag.Bool("floor", false, "measure the floor loop and plain inserts too")
+	serverPID := flag.Int("server-pid", 0, "the server's pid, to report its CPU per job (Linux /proc)")
+	procs := flag.Int("procs", 0, "also measure this many worker processes of concurrency 50 on one queue (0: none)")
+	procsN := flag.Int("procs-jobs", 5000, "jobs for -procs")
+	cross := flag.String("cross", "", "idle worker process counts to measure cross-process add → start at, e.g. 1,8 (empty: none)")
+	crossN := flag.Int("cross-jobs", 200, "jobs added one at a time for -cross")
+	burst := flag.Int("burst", 1000, "jobs of the burst added onto the most -cross workers (0: none)")
+	rounds := flag.Int("rounds", 1, "times to repeat each throughput measurement (the best is reported)")
+	childMode := flag.String("child", "", "internal: run as a worker process of a cross-process measurement")
+	childDB := flag.String("child-db", "", "internal: the worker's database")
+	childC := flag.Int("child-concurrency", 1, "internal: the worker's concurrency")
 	flag.Parse()
+	if *childMode != "" {
+		childMain(*childMode, *addr, *childDB, *childC)
+		return
+	}
 	ctx := context.Background()
-
-	var nodeDir string
+	cpu := cpuMeter{pid: *serverPID}
+	b := bench{ctx: ctx, addr: *addr, cpu: cpu, rounds: *rounds, floor: *floor}
 	if *node {
 		var err error
-		if nodeDir, err = installNode(); err != nil {
+		if b.nodeDir, err = installNode(); err != nil {
 			log.Fatalf("node: %v", err)
 		}
-		defer os.RemoveAll(nodeDir)
+		defer os.RemoveAll(b.nodeDir)
 	}
 
-	fmt.Printf("server %s, %d round(s), best shown\n\n", *addr, *rounds)
-	fmt.Println("| measurement | this library | queries/job | Node original | ratio |")
-	fmt.Println("| --- | --- | --- | --- | --- |")
-	for _, lv := range strings.Split(*levels, ",") {
-		c, n := parsePair(lv)
-		var best processResult
-		for range *rounds {
-			res, err := measureProcess(ctx, *addr, c, n)
+	fmt.Printf("server %s, %d round(s), best shown; ratios are this library's to the others'\n\n", *addr, *rounds)
+	fmt.Println("| measurement | this library | queries/job | floor | ÷ floor | Node original | ÷ Node | server CPU/job: library | floor | Node |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	byLevel := map[int]result{}
+	if *levels != "" {
+		for _, lv := range strings.Split(*levels, ",") {
+			c, n := parsePair(lv)
+			byLevel[c] = b.processRow(c, n)
+		}
+	}
+	if *procs > 0 {
+		res := b.best(func() (result, error) { return measureProcs(ctx, *addr, *procs, 50, *procsN, cpu) })
+		one, ok := byLevel[50**procs]
+		ratio := ""
+		if ok && one.jobsPerSec > 0 {
+			ratio = fmt.Sprintf("%.2f× one process at concurrency %d", res.jobsPerSec/one.jobsPerSec, 50**procs)
+		}
+		fmt.Printf("| %d processes × concurrency 50 (N=%d), jobs/s | %.0f | %.2f | | | | | %s | | |\n", *procs, *procsN, res.jobsPerSec, res.queriesPerJob, perJob(res.cpu, res.jobs))
+		if ratio != "" {
+			fmt.Printf("| … against one process | %s | | | | | | | | |\n", ratio)
+		}
+	}
+	if *addN > 0 {
+		b.addRow(*addN)
+	}
+	if *latencyN > 0 {
+		b.latencyRows(*latencyN)
+	}
+	if *cross != "" {
+		most := 0
+		for _, w := range strings.Split(*cross, ",") {
+			workers, err := strconv.Atoi(w)
+			if err != nil || workers < 1 {
+				log.Fatalf("-cross: want worker counts such as 1,8, got %q", *cross)
+			}
+			most = max(most, workers)
+			res, err := measureCross(ctx, *addr, workers, *crossN)
 			if err != nil {
-				log.Fatalf("process c=%d: %v", c, err)
+				log.Fatalf("cross %d: %v", workers, err)
 			}
-			if res.jobsPerSec > best.jobsPerSec {
-				best = res
-			}
-		}
-		nodeRate := 0.0
-		if nodeDir != "" {
-			for range *rounds {
-				rate, err := nodeProcess(nodeDir, *addr, c, n)
-				if err != nil {
-					log.Fatalf("node process c=%d: %v", c, err)
-				}
-				nodeRate = max(nodeRate, rate)
+			for _, p := range []float64{50, 99} {
+				fmt.Printf("| another queue adds, %d idle worker process(es), add → start p%.0f (N=%d) | %s | %.2f claim reads, %.2f queries | | | | | | | |\n",
+					workers, p, *crossN, ms(pct(res.latency, p)), res.claimReadsPerJob, res.queriesPerJob)
 			}
 		}
-		row(fmt.Sprintf("process, concurrency %d (N=%d), jobs/s", c, n), best.jobsPerSec, fmt.Sprintf("%.2f", best.queriesPerJob), nodeRate)
+		if *burst > 0 {
+			res, err := measureBurst(ctx, *addr, most, *burst)
+			if err != nil {
+				log.Fatalf("burst: %v", err)
+			}
+			fmt.Printf("| burst of %d added onto %d idle worker processes, jobs/s started | %.0f | %.2f claim reads, %.2f queries | | | | | | | |\n",
+				*burst, most, res.jobsPerSec, res.claimReadsPerJob, res.queriesPerJob)
+		}
 	}
+}
 
-	var addRate float64
-	for range *rounds {
-		rate, err := measureAdd(ctx, *addr, *addN)
+// bench holds what every measurement of a run shares.
+type bench struct {
+	ctx     context.Context
+	addr    string
+	cpu     cpuMeter
+	rounds  int
+	floor   bool
+	nodeDir string
+}
+
+// best runs a throughput measurement b.rounds times and keeps the fastest.
+func (b bench) best(measure func() (result, error)) result {
+	var best result
+	for range b.rounds {
+		res, err := measure()
 		if err != nil {
-			log.Fatalf("add: %v", err)
+			log.Fatal(err)
 		}
-		addRate = max(addRate, rate)
-	}
-	nodeAdd := 0.0
-	if nodeDir != "" {
-		for range *rounds {
-			rate, err := nodeAddRate(nodeDir, *addr, *addN)
-			if err != nil {
-				log.Fatalf("node add: %v", err)
-			}
-			nodeAdd = max(nodeAdd, rate)
+		if res.jobsPerSec > best.jobsPerSec {
+			best = res
 		}
 	}
-	row(fmt.Sprintf("AddJob of %d jobs, jobs/s", *addN), addRate, "", nodeAdd)
+	return best
+}
 
-	lat, err := measureLatency(ctx, *addr, *latencyN)
+func (b bench) processRow(c, n int) result {
+	lib := b.best(func() (result, error) { return measureProcess(b.ctx, b.addr, c, n, b.cpu) })
+	var fl, nd result
+	if b.floor {
+		fl = b.best(func() (result, error) { return floorProcess(b.ctx, b.addr, c, n, b.cpu) })
+	}
+	if b.nodeDir != "" {
+		nd = b.best(func() (result, error) { return nodeProcess(b.nodeDir, b.addr, c, n, b.cpu) })
+	}
+	fmt.Printf("| process, concurrency %d (N=%d), jobs/s | %.0f | %.2f | %s | %s | %s | %s | %s | %s | %s |\n",
+		c, n, lib.jobsPerSec, lib.queriesPerJob, rate(fl.jobsPerSec), ratio(lib.jobsPerSec, fl.jobsPerSec),
+		rate(nd.jobsPerSec), ratio(lib.jobsPerSec, nd.jobsPerSec),
+		perJob(lib.cpu, lib.jobs), perJob(fl.cpu, fl.jobs), perJob(nd.cpu, nd.jobs))
+	return lib
+}
+
+func (b bench) addRow(n int) {
+	lib := b.best(func() (result, error) { return measureAdd(b.ctx, b.addr, n, b.cpu) })
+	var fl result
+	if b.floor {
+		fl = b.best(func() (result, error) { return floorInsert(b.ctx, b.addr, n, b.cpu) })
+	}
+	var nd float64
+	if b.nodeDir != "" {
+		nd = b.best(func() (result, error) {
+			rate, err := nodeAddRate(b.nodeDir, b.addr, n)
+			return result{jobsPerSec: rate}, err
+		}).jobsPerSec
+	}
+	fmt.Printf("| AddJob of %d jobs, jobs/s | %.0f | | %s | %s | %s | %s | %s | %s | |\n",
+		n, lib.jobsPerSec, rate(fl.jobsPerSec), ratio(lib.jobsPerSec, fl.jobsPerSec), rate(nd), ratio(lib.jobsPerSec, nd),
+		perJob(lib.cpu, lib.jobs), perJob(fl.cpu, fl.jobs))
+}
+
+func (b bench) latencyRows(n int) {
+	lat, err := measureLatency(b.ctx, b.addr, n)
 	if err != nil {
 		log.Fatalf("latency: %v", err)
 	}
 	var nodeLat []time.Duration
-	if nodeDir != "" {
-		if nodeLat, err = nodeLatency(nodeDir, *addr, *latencyN); err != nil {
+	if b.nodeDir != "" {
+		if nodeLat, err = nodeLatency(b.nodeDir, b.addr, n); err != nil {
 			log.Fatalf("node latency: %v", err)
 		}
 	}
 	for _, p := range []float64{50, 99} {
 		ours, theirs := pct(lat, p), pct(nodeLat, p)
-		ratio := ""
-		if theirs > 0 {
-			ratio = fmt.Sprintf("%.2f×", float64(theirs)/float64(ours))
-		}
-		fmt.Printf("| add → start p%.0f on an idle queue (N=%d) | %s | | %s | %s |\n", p, *latencyN, ms(ours), ms(theirs), ratio)
+		fmt.Printf("| add → start p%.0f on an idle queue (N=%d) | %s | | | | %s | %s | | | |\n", p, n, ms(ours), ms(theirs), ratio(float64(theirs), float64(ours)))
 	}
 }
 
-func row(what string, ours float64, qpj string, theirs float64) {
-	node, ratio := "", ""
-	if theirs > 0 {
-		node, ratio = fmt.Sprintf("%.0f", theirs), fmt.Sprintf("%.2f×", ours/theirs)
+func rate(v float64) string {
+	if v == 0 {
+		return ""
 	}
-	fmt.Printf("| %s | %.0f | %s | %s | %s |\n", what, ours, qpj, node, ratio)
+	return fmt.Sprintf("%.0f", v)
 }
 
-type processResult struct {
-	jobsPerSec, queriesPerJob float64
+func ratio(a, b float64) string {
+	if a == 0 || b == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.2f×", a/b)
 }
 
-// session opens a session and a fresh database name, and returns a function that drops it.
+// scratch opens a session and a fresh database name, and returns a function that drops it.
 func scratch(addr string) (*r.Session, string, func(), error) {
 	s, err := r.Connect(r.ConnectOpts{Address: addr, Timeout: 10 * time.Second})
 	if err != nil {
@@ -145,7 +243,9 @@ func scratch(addr string) (*r.Session, string, func(), error) {
 	}, nil
 }
 
-func newQueue(ctx context.Context, host string, port int, db string, opts queue.Options) (*queue.Queue, error) {
+// newQueue opens a ready queue on db at addr that is no Queue Master.
+func newQueue(ctx context.Context, addr, db string, opts queue.Options) (*queue.Queue, error) {
+	host, port := splitAddr(addr)
 	opts.DatabaseInitDelay = -1
 	opts.MasterInterval = -1
 	q, err := queue.New(ctx, &queue.ConnectOptions{Host: host, Port: port, DB: db}, &opts)
@@ -155,20 +255,22 @@ func newQueue(ctx context.Context, host string, port int, db string, opts queue.
 	return q, q.Ready(ctx)
 }
 
-func measureProcess(ctx context.Context, addr string, concurrency, n int) (processResult, error) {
+// measureProcess processes n jobs already in the queue at concurrency, with no changefeed
+// and a handler that does nothing, counting the queue's queries on the wire.
+func measureProcess(ctx context.Context, addr string, concurrency, n int, cpu cpuMeter) (result, error) {
 	_, db, drop, err := scratch(addr)
 	if err != nil {
-		return processResult{}, err
+		return result{}, err
 	}
 	defer drop()
 	proxy, err := wirecount.Start(addr)
 	if err != nil {
-		return processResult{}, err
+		return result{}, err
 	}
 	defer proxy.Close()
-	q, err := newQueue(ctx, proxy.Host(), proxy.Port(), db, queue.Options{Concurrency: concurrency, NoChangeFeed: true})
+	q, err := newQueue(ctx, proxy.Addr(), db, queue.Options{Concurrency: concurrency, NoChangeFeed: true})
 	if err != nil {
-		return processResult{}, err
+		return result{}, err
 	}
 	defer q.Stop(context.Background())
 	jobs := make([]*job.Job, n)
@@ -176,70 +278,74 @@ func measureProcess(ctx context.Context, addr string, concurrency, n int) (proce
 		jobs[i] = q.CreateJob(i)
 	}
 	if _, err := q.AddJob(ctx, jobs...); err != nil {
-		return processResult{}, err
+		return result{}, err
 	}
 	events := q.Events(ctx, queue.EventCompleted, queue.EventError)
 	proxy.Reset()
+	cpuUsed := cpu.span()
 	start := time.Now()
 	if err := q.Process(func(context.Context, *job.Job) (any, error) { return nil, nil }); err != nil {
-		return processResult{}, err
+		return result{}, err
 	}
 	deadline := time.After(10 * time.Minute)
 	for done := 0; done < n; {
 		select {
 		case e := <-events:
 			if e.Type == queue.EventError {
-				return processResult{}, e.Err
+				return result{}, e.Err
 			}
 			done++
 		case <-deadline:
-			return processResult{}, fmt.Errorf("%d of %d jobs done in 10 minutes", done, n)
+			return result{}, fmt.Errorf("%d of %d jobs done in 10 minutes", done, n)
 		}
 	}
 	elapsed := time.Since(start)
-	return processResult{jobsPerSec: float64(n) / elapsed.Seconds(), queriesPerJob: float64(proxy.Queries()) / float64(n)}, nil
+	return result{jobsPerSec: float64(n) / elapsed.Seconds(), queriesPerJob: float64(proxy.Queries()) / float64(n), cpu: cpuUsed(), jobs: n}, nil
 }
 
-func measureAdd(ctx context.Context, addr string, n int) (float64, error) {
+// measureAdd times one AddJob of n jobs and checks they are all there.
+func measureAdd(ctx context.Context, addr string, n int, cpu cpuMeter) (result, error) {
 	s, db, drop, err := scratch(addr)
 	if err != nil {
-		return 0, err
+		return result{}, err
 	}
 	defer drop()
-	host, port := splitAddr(addr)
-	q, err := newQueue(ctx, host, port, db, queue.Options{NoChangeFeed: true})
+	q, err := newQueue(ctx, addr, db, queue.Options{NoChangeFeed: true})
 	if err != nil {
-		return 0, err
+		return result{}, err
 	}
 	defer q.Stop(context.Background())
 	jobs := make([]*job.Job, n)
 	for i := range jobs {
 		jobs[i] = q.CreateJob(map[string]any{"n": i})
 	}
+	cpuUsed := cpu.span()
 	start := time.Now()
 	if _, err := q.AddJob(ctx, jobs...); err != nil {
-		return 0, err
+		return result{}, err
 	}
 	elapsed := time.Since(start)
+	used := cpuUsed()
 	var count int
 	cur, err := r.DB(db).Table(q.Name()).Count().Run(s)
 	if err == nil {
 		err = cur.One(&count)
 	}
 	if err != nil || count != n {
-		return 0, fmt.Errorf("added %d jobs, found %d: %v", n, count, err)
+		return result{}, fmt.Errorf("added %d jobs, found %d: %v", n, count, err)
 	}
-	return float64(n) / elapsed.Seconds(), nil
+	return result{jobsPerSec: float64(n) / elapsed.Seconds(), cpu: used, jobs: n}, nil
 }
 
+// measureLatency adds n jobs one at a time to an idle queue (changefeed on) that runs
+// them, and returns add → handler start for each.
 func measureLatency(ctx context.Context, addr string, n int) ([]time.Duration, error) {
 	_, db, drop, err := scratch(addr)
 	if err != nil {
 		return nil, err
 	}
 	defer drop()
-	host, port := splitAddr(addr)
-	q, err := newQueue(ctx, host, port, db, queue.Options{})
+	q, err := newQueue(ctx, addr, db, queue.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -297,82 +403,6 @@ func ms(d time.Duration) string {
 		return ""
 	}
 	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
-}
-
-// installNode installs the original from testdata/node-interop into a temporary folder
-// with its bench script, and returns the folder.
-func installNode() (string, error) {
-	dir, err := os.MkdirTemp("", "rjqbench-node")
-	if err != nil {
-		return "", err
-	}
-	for _, f := range []string{"testdata/node-interop/package.json", "testdata/node-interop/package-lock.json", "cmd/rjqbench/bench.js"} {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return "", fmt.Errorf("%w (run from the repository root)", err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644); err != nil {
-			return "", err
-		}
-	}
-	cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("npm ci: %v\n%s", err, out)
-	}
-	return dir, nil
-}
-
-// runNode runs bench.js in mode and decodes the JSON it prints.
-func runNode(dir, addr string, out any, mode string, args ...int) error {
-	host, port := splitAddr(addr)
-	_, db, drop, err := scratch(addr)
-	if err != nil {
-		return err
-	}
-	defer drop()
-	argv := []string{"bench.js", mode, host, strconv.Itoa(port), db}
-	for _, a := range args {
-		argv = append(argv, strconv.Itoa(a))
-	}
-	cmd := exec.Command("node", argv...)
-	cmd.Dir = dir
-	cmd.Stderr = os.Stderr
-	b, err := cmd.Output()
-	if err != nil {
-		return fmt.Errorf("node %s: %w", mode, err)
-	}
-	return json.Unmarshal(b, out)
-}
-
-func nodeProcess(dir, addr string, c, n int) (float64, error) {
-	var res struct {
-		JobsPerSec float64 `json:"jobsPerSec"`
-	}
-	err := runNode(dir, addr, &res, "process", c, n)
-	return res.JobsPerSec, err
-}
-
-func nodeAddRate(dir, addr string, n int) (float64, error) {
-	var res struct {
-		JobsPerSec float64 `json:"jobsPerSec"`
-	}
-	err := runNode(dir, addr, &res, "add", n)
-	return res.JobsPerSec, err
-}
-
-func nodeLatency(dir, addr string, n int) ([]time.Duration, error) {
-	var res struct {
-		Millis []float64 `json:"millis"`
-	}
-	if err := runNode(dir, addr, &res, "latency", n); err != nil {
-		return nil, err
-	}
-	out := make([]time.Duration, len(res.Millis))
-	for i, m := range res.Millis {
-		out[i] = time.Duration(m * float64(time.Millisecond))
-	}
-	return out, nil
 }
 
 func parsePair(s string) (int, int) {

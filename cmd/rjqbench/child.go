@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/wirecount"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+	"github.com/rjqgo/rethinkdb-job-queue/queue"
+)
+
+// Measurements across processes run this program again as worker processes (-child). A
+// child talks to its parent in lines: it prints "ready" once its queue is ready and waits
+// for a line on stdin to start processing; then it prints what it does ("done N", the
+// jobs completed so far, or "start ID UNIXNANO" when a handler starts); when stdin ends it
+// stops its queue, prints "queries TOTAL CLAIMREADS" (counted on the wire) and exits.
+
+// childMain runs a child: mode "process" (no changefeed, counts completions) or
+// "latency" (changefeed on, reports handler starts).
+func childMain(mode, addr, db string, concurrency int) {
+	ctx := context.Background()
+	proxy, err := wirecount.Start(addr)
+	if err != nil {
+		log.Fatalf("child: %v", err)
+	}
+	defer proxy.Close()
+	claimReads := proxy.Tally(rdb.IndexClaim)
+	out := bufio.NewWriter(os.Stdout)
+	var mu sync.Mutex
+	say := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(out, format+"\n", args...)
+		out.Flush()
+	}
+	opts := queue.Options{Concurrency: concurrency, NoChangeFeed: mode == "process"}
+	q, err := newQueue(ctx, proxy.Addr(), db, opts)
+	if err != nil {
+		log.Fatalf("child: %v", err)
+	}
+	in := bufio.NewReader(os.Stdin)
+	say("ready")
+	if _, err := in.ReadString('\n'); err != nil {
+		log.Fatalf("child: %v", err)
+	}
+	proxy.Reset()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	handler := func(_ context.Context, j *job.Job) (any, error) {
+		if mode == "latency" {
+			say("start %s %d", j.ID, time.Now().UnixNano())
+		}
+		return nil, nil
+	}
+	if mode == "process" {
+		completed := q.Events(ctx, queue.EventCompleted)
+		wg.Go(func() {
+			tick := time.NewTicker(20 * time.Millisecond)
+			defer tick.Stop()
+			done, said := 0, 0
+			for {
+				select {
+				case <-completed:
+					done++
+					continue
+				case <-tick.C:
+				case <-stop:
+					return
+				}
+				if done != said {
+					say("done %d %d", done, os.Getpid())
+					said = done
+				}
+			}
+		})
+	}
+	if err := q.Process(handler); err != nil {
+		log.Fatalf("child: %v", err)
+	}
+	_, _ = io.Copy(io.Discard, in) // until the parent closes stdin
+	close(stop)
+	wg.Wait()
+	total, reads := proxy.Queries(), claimReads.Count()
+	_ = q.Stop(ctx)
+	say("queries %d %d", total, reads)
+}
+
+// child is a worker process as the parent sees it.
+type child struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	// lines are what the child prints while it runs; final is its closing "queries" line.
+	lines chan string
+	final chan string
+}
+
+// startChildren starts n children in mode and waits until every one is ready.
+func startChildren(n int, mode, addr, db string, concurrency int) ([]*child, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	children := make([]*child, 0, n)
+	for range n {
+		cmd := exec.Command(exe, "-child", mode, "-addr", addr, "-child-db", db, "-child-concurrency", strconv.Itoa(concurrency))
+		cmd.Stderr = os.Stderr
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			return nil, err
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return nil, err
+		}
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		c := &child{cmd: cmd, stdin: stdin, lines: make(chan string, 1<<16), final: make(chan string, 1)}
+		go func() {
+			defer close(c.lines)
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				if line := sc.Text(); strings.HasPrefix(line, "queries ") {
+					c.final <- line
+				} else {
+					c.lines <- line
+				}
+			}
+		}()
+		children = append(children, c)
+	}
+	for _, c := range children {
+		select {
+		case line, ok := <-c.lines:
+			if !ok || line != "ready" {
+				return children, fmt.Errorf("child did not get ready: %q", line)
+			}
+		case <-time.After(time.Minute):
+			return children, fmt.Errorf("child did not get ready in a minute")
+		}
+	}
+	return children, nil
+}
+
+// goAll tells every child to start.
+func goAll(children []*child) {
+	for _, c := range children {
+		fmt.Fprintln(c.stdin, "go")
+	}
+}
+
+// finish ends the children and returns the queries they sent while measured: in all,
+// and candidate reads of the claim index.
+func finish(children []*child) (total, claimReads uint64) {
+	for _, c := range children {
+		c.stdin.Close()
+	}
+	for _, c := range children {
+		select {
+		case line := <-c.final:
+			var t, cr uint64
+			if _, err := fmt.Sscanf(line, "queries %d %d", &t, &cr); err == nil {
+				total += t
+				claimReads += cr
+			}
+		case <-time.After(time.Minute):
+			log.Printf("a child did not report its queries in a minute")
+			_ = c.cmd.Process.Kill()
+		}
+		_ = c.cmd.Wait()
+	}
+	return total, claimReads
+}
+
+// merged sends every line the children print while they run on one channel.
+func merged(children []*child) <-chan string {
+	out := make(chan string, 1<<16)
+	var wg sync.WaitGroup
+	for _, c := range children {
+		wg.Go(func() {
+			for line := range c.lines {
+				out <- line
+			}
+		})
+	}
+	go func() { wg.Wait(); close(out) }()
+	return out
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// clockTick is the unit of the CPU times in /proc/<pid>/stat (USER_HZ, 100 on Linux).
+const clockTick = 10 * time.Millisecond
+
+// cpuMeter reads the CPU time a process (the server) has used, so that a measurement can
+// say what each job cost the server and not only how long it took. A zero pid measures
+// nothing.
+type cpuMeter struct{ pid int }
+
+// used returns the process's user and system CPU time so far; zero when there is no pid
+// or /proc cannot be read.
+func (m cpuMeter) used() time.Duration {
+	if m.pid == 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces; the fields after its ')' are fixed.
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(fields[11], 10, 64) // field 14 of the whole line
+	stime, _ := strconv.ParseInt(fields[12], 10, 64) // field 15
+	return time.Duration(utime+stime) * clockTick
+}
+
+// span starts measuring; the returned function gives the server CPU used since.
+func (m cpuMeter) span() func() time.Duration {
+	start := m.used()
+	return func() time.Duration { return m.used() - start }
+}
+
+// perJob is the CPU per job, in milliseconds, or "" when nothing was measured.
+func perJob(cpu time.Duration, n int) string {
+	if cpu == 0 || n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.2f ms", float64(cpu)/float64(time.Millisecond)/float64(n))
+}

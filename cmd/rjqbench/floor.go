@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+	"github.com/rjqgo/rethinkdb-job-queue/queue"
+)
+
+// The floor is the smallest loop that does the writes any queue of this database format
+// must do per job, on the same server, documents and indexes as the library: it tells
+// what the server allows, so that the library's figures mean something beside it.
+//
+// Each round reads k candidate ids in order from the claim index (readMode outdated),
+// claims them with one guarded update that returns the changes (status active,
+// dateStarted, processCount + 1, one log entry), and finishes the ones it won with one
+// guarded update (status completed, dateFinished, progress 100, one log entry). Every
+// write is checked to have written what it claims: a guard that matches nothing makes a
+// write look cheap.
+
+// floorProcess runs the floor loop with batch k over n jobs that the library added.
+func floorProcess(ctx context.Context, addr string, k, n int, cpu cpuMeter) (result, error) {
+	s, db, drop, err := scratch(addr)
+	if err != nil {
+		return result{}, err
+	}
+	defer drop()
+	if err := addWithLibrary(ctx, addr, db, n); err != nil {
+		return result{}, err
+	}
+	table := r.DB(db).Table(queue.DefaultName)
+	read := r.DB(db).Table(queue.DefaultName, r.TableOpts{ReadMode: "outdated"})
+	var none job.Job
+	claimEntry := rdb.LogDocument(rdb.WithoutData(rdb.NewLog(&none, "floor", nil, job.MessageActive, job.Information, job.Active)))
+	doneEntry := rdb.LogDocument(rdb.WithDuration(rdb.NewLog(&none, "floor", nil, job.MessageCompleted, job.Information, job.Completed), time.Millisecond))
+	lo := []any{r.MinVal, r.MinVal, r.MinVal, r.MinVal}
+	hi := []any{r.MaxVal, r.MaxVal, r.MaxVal, r.MaxVal}
+
+	cpuUsed := cpu.span()
+	start := time.Now()
+	for done := 0; done < n; {
+		var ids []string
+		term := read.Between(lo, hi, r.BetweenOpts{Index: rdb.IndexClaim}).OrderBy(r.OrderByOpts{Index: rdb.IndexClaim}).Limit(k).Field("id")
+		if err := readAll(ctx, s, term, &ids); err != nil {
+			return result{}, fmt.Errorf("floor read: %w", err)
+		}
+		if len(ids) == 0 {
+			return result{}, fmt.Errorf("floor: %d of %d jobs done and none left to claim", done, n)
+		}
+		claim := table.GetAll(rdb.Anys(ids)...).Update(func(row r.Term) any {
+			return r.Branch(row.Field("status").Eq("waiting"), map[string]any{
+				"status":       "active",
+				"dateStarted":  r.Now(),
+				"processCount": row.Field("processCount").Add(1),
+				"log":          row.Field("log").Append(claimEntry),
+			}, nil)
+		}, r.UpdateOpts{ReturnChanges: true})
+		res, err := writeOne(ctx, s, claim)
+		if err != nil {
+			return result{}, fmt.Errorf("floor claim: %w", err)
+		}
+		if res.Replaced != len(ids) || len(res.Changes) != len(ids) {
+			return result{}, fmt.Errorf("floor claim: replaced %d of %d", res.Replaced, len(ids))
+		}
+		won := make([]any, 0, len(res.Changes))
+		for _, c := range res.Changes {
+			doc, _ := c.NewValue.(map[string]any)
+			won = append(won, doc["id"])
+		}
+		finish := table.GetAll(won...).Update(func(row r.Term) any {
+			return r.Branch(row.Field("status").Eq("active"), map[string]any{
+				"status":       "completed",
+				"dateFinished": r.Now(),
+				"progress":     100,
+				"log":          row.Field("log").Append(doneEntry),
+			}, nil)
+		})
+		if res, err = writeOne(ctx, s, finish); err != nil {
+			return result{}, fmt.Errorf("floor finish: %w", err)
+		}
+		if res.Replaced != len(won) {
+			return result{}, fmt.Errorf("floor finish: replaced %d of %d", res.Replaced, len(won))
+		}
+		done += len(won)
+	}
+	elapsed := time.Since(start)
+	return result{jobsPerSec: float64(n) / elapsed.Seconds(), cpu: cpuUsed(), jobs: n}, nil
+}
+
+// floorInsert writes the documents AddJob writes for n jobs with plain inserts of
+// addChunk documents, one after the other: what an AddJob of n jobs costs at least.
+func floorInsert(ctx context.Context, addr string, n int, cpu cpuMeter) (result, error) {
+	s, db, drop, err := scratch(addr)
+	if err != nil {
+		return result{}, err
+	}
+	defer drop()
+	q, err := newQueue(ctx, addr, db, queue.Options{NoChangeFeed: true})
+	if err != nil {
+		return result{}, err
+	}
+	defer q.Stop(context.Background())
+	docs := make([]any, n)
+	for i := range docs {
+		j := q.CreateJob(map[string]any{"n": i})
+		j.Status, j.QueueID = job.Waiting, q.ID()
+		j.Log = []job.LogEntry{rdb.NewLog(j, q.ID(), nil, job.MessageAdded, job.Information, job.Waiting)}
+		docs[i] = rdb.Document(j)
+	}
+	table := r.DB(db).Table(q.Name())
+	const chunk = 1000
+	cpuUsed := cpu.span()
+	start := time.Now()
+	for from := 0; from < n; from += chunk {
+		res, err := writeOne(ctx, s, table.Insert(docs[from:min(from+chunk, n)]))
+		if err != nil {
+			return result{}, fmt.Errorf("floor insert: %w", err)
+		}
+		if res.Inserted != min(chunk, n-from) {
+			return result{}, fmt.Errorf("floor insert: %d of %d inserted", res.Inserted, min(chunk, n-from))
+		}
+	}
+	elapsed := time.Since(start)
+	return result{jobsPerSec: float64(n) / elapsed.Seconds(), cpu: cpuUsed(), jobs: n}, nil
+}
+
+// addWithLibrary adds n jobs to the default queue of db through the library, so that the
+// floor works on the very documents and indexes the library's measurement does.
+func addWithLibrary(ctx context.Context, addr, db string, n int) error {
+	q, err := newQueue(ctx, addr, db, queue.Options{NoChangeFeed: true})
+	if err != nil {
+		return err
+	}
+	defer q.Stop(context.Background())
+	jobs := make([]*job.Job, n)
+	for i := range jobs {
+		jobs[i] = q.CreateJob(i)
+	}
+	_, err = q.AddJob(ctx, jobs...)
+	return err
+}
+
+func readAll(ctx context.Context, s *r.Session, term r.Term, dst any) error {
+	cur, err := term.Run(s, r.RunOpts{Context: ctx})
+	if err != nil {
+		return err
+	}
+	return cur.All(dst)
+}
+
+func writeOne(ctx context.Context, s *r.Session, term r.Term) (rdb.WriteResult, error) {
+	var res rdb.WriteResult
+	cur, err := term.Run(s, r.RunOpts{Context: ctx})
+	if err != nil {
+		return res, err
+	}
+	defer cur.Close()
+	if err := cur.One(&res); err != nil {
+		return res, err
+	}
+	if res.Errors > 0 {
+		return res, fmt.Errorf("%d errors: %s", res.Errors, res.FirstError)
+	}
+	return res, nil
+}

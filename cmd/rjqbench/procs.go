@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// measureProcs processes n jobs with procs worker processes of the given concurrency each
+// on one queue: the total rate, and whether claims by several processes on one index
+// contend.
+func measureProcs(ctx context.Context, addr string, procs, concurrency, n int, cpu cpuMeter) (result, error) {
+	_, db, drop, err := scratch(addr)
+	if err != nil {
+		return result{}, err
+	}
+	defer drop()
+	if err := addWithLibrary(ctx, addr, db, n); err != nil {
+		return result{}, err
+	}
+	children, err := startChildren(procs, "process", addr, db, concurrency)
+	finished := false
+	defer func() {
+		if !finished {
+			finish(children)
+		}
+	}()
+	if err != nil {
+		return result{}, err
+	}
+	lines := merged(children)
+	cpuUsed := cpu.span()
+	start := time.Now()
+	goAll(children)
+	done := make(map[int]int) // by child, in the order lines come: summed below
+	deadline := time.After(10 * time.Minute)
+	sum := 0
+	for sum < n {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				return result{}, fmt.Errorf("the workers ended with %d of %d jobs done", sum, n)
+			}
+			id, count, ok := parseDone(line)
+			if !ok {
+				continue
+			}
+			done[id] = count
+			sum = 0
+			for _, c := range done {
+				sum += c
+			}
+		case <-deadline:
+			return result{}, fmt.Errorf("%d of %d jobs done in 10 minutes", sum, n)
+		}
+	}
+	elapsed := time.Since(start)
+	used := cpuUsed()
+	total, _ := finish(children)
+	finished = true
+	return result{jobsPerSec: float64(n) / elapsed.Seconds(), queriesPerJob: float64(total) / float64(n), cpu: used, jobs: n}, nil
+}
+
+// parseDone reads a child's "done N pid" line.
+func parseDone(line string) (pid, count int, ok bool) {
+	f := strings.Fields(line)
+	if len(f) != 3 || f[0] != "done" {
+		return 0, 0, false
+	}
+	count, err1 := strconv.Atoi(f[1])
+	pid, err2 := strconv.Atoi(f[2])
+	return pid, count, err1 == nil && err2 == nil
+}
