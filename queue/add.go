@@ -89,6 +89,7 @@ func (q *Queue) AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error
 		}
 	}
 	out := make([]*job.Job, len(jobs))
+	added := make([]*job.Job, 0, len(jobs))
 	for i, j := range jobs {
 		if other, ok := there[j.ID]; ok {
 			out[i] = other
@@ -101,8 +102,13 @@ func (q *Queue) AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error
 		}
 		j.Log = logs[i]
 		q.emit(Event{Type: EventAdded, JobID: j.ID})
+		added = append(added, j)
 	}
-	q.wakeProcessing()
+	if p := q.processor(); p != nil {
+		for _, j := range added {
+			p.Hint(j, q.id)
+		}
+	}
 	return out, nil
 }
 

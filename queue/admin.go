@@ -48,7 +48,7 @@ func (q *Queue) cancelled(ctx context.Context, ids []string, counts map[string]i
 	p := q.processor()
 	for _, id := range ids {
 		if p != nil {
-			p.disown(id, counts[id], job.ErrCancelled)
+			p.Disown(id, counts[id], job.ErrCancelled)
 		}
 		q.emit(Event{Type: EventCancelled, JobID: id})
 	}

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/rjqgo/rethinkdb-job-queue/changefeed"
 	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/processor"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -77,7 +78,7 @@ func (q *Queue) follow(ctx context.Context, first chan<- error) {
 // resume, and claims again.
 func (q *Queue) resync() {
 	if p := q.processor(); p != nil {
-		if err := p.dropDisowned(q.feed.Context()); err != nil {
+		if err := p.DropDisowned(q.feed.Context()); err != nil {
 			q.log.Warn("checking the running jobs failed", "err", err)
 		}
 	}
@@ -113,7 +114,7 @@ func (q *Queue) onChange(c changefeed.Change) {
 		q.resume(true)
 	case changefeed.Reviewed:
 		q.emitFrom(act.QueueID, Event{Type: EventReviewed, Review: &ReviewResult{}})
-		q.restartSoon()
+		q.wakeProcessing()
 	case changefeed.InvalidState:
 		q.emit(Event{Type: EventError, Err: fmt.Errorf("%w (changed by %s)", ErrInvalidState, act.QueueID)})
 	case changefeed.Removed:
@@ -130,30 +131,30 @@ func (q *Queue) onChange(c changefeed.Change) {
 		if act.Active {
 			upTo--
 		}
-		p.disown(act.JobID, upTo, job.ErrCancelled)
+		p.Disown(act.JobID, upTo, job.ErrCancelled)
+		q.hintOrTake(p, act, c.New)
 	}
-	if act.Claimable {
-		q.restartSoon()
+}
+
+// hintOrTake tells the processor of a job that another queue made claimable (it may
+// claim it by id, without reading the table), or that is claimable no more.
+func (q *Queue) hintOrTake(p *processor.Processor, act changefeed.Action, doc map[string]any) {
+	if !act.Claimable {
+		p.Taken(act.JobID)
+		return
 	}
+	j, err := rdb.FromDocument(nil, doc)
+	if err != nil {
+		p.Wake() // a read of the table reports it
+		return
+	}
+	p.Hint(j, act.QueueID)
 }
 
 // emitFrom raises an event learned from the feed, made by the queue queueID.
 func (q *Queue) emitFrom(queueID string, e Event) {
 	e.QueueID = queueID
 	q.events.publish(e)
-}
-
-// restartSoon claims again after a random 0–1 s, as the original does, so that the queues
-// woken by one change do not all query at once. Changes that come meanwhile (a batch added
-// elsewhere) share the one wake-up.
-func (q *Queue) restartSoon() {
-	if q.processor() == nil || q.Running() >= q.Concurrency() || !q.restartPending.CompareAndSwap(false, true) {
-		return
-	}
-	time.AfterFunc(rand.N(time.Second), func() {
-		q.restartPending.Store(false)
-		q.wakeProcessing()
-	})
 }
 
 // noteRemovals remembers jobs this queue deleted, so that their deletion seen on the feed

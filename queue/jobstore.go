@@ -2,10 +2,10 @@ package queue
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/processor"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
@@ -32,7 +32,7 @@ func (s jobStore) SaveJob(ctx context.Context, j *job.Job) error {
 
 // errNotOwned reports a write of a run's outcome that found the job changed by another
 // party (cancelled, recovered by a review, claimed again), which it leaves alone.
-var errNotOwned = errors.New("the job changed elsewhere while it ran")
+var errNotOwned = processor.ErrNotOwned
 
 // updateJob is UpdateJob without the checks of a call, for the processor too. A positive
 // owner writes only while the job is still active in the run that made that processCount
@@ -85,8 +85,7 @@ func (s jobStore) SaveProgress(ctx context.Context, j *job.Job, percent float64)
 		return err
 	}
 	if p := q.processor(); p != nil {
-		if rn := p.runOf(j.ID, j.ProcessCount); rn != nil {
-			_, err := p.progress(ctx, rn, j, percent)
+		if ok, err := p.Progress(ctx, j, percent, q.writeProgress); ok {
 			return err
 		}
 	}
@@ -111,7 +110,7 @@ func (q *Queue) writeProgress(ctx context.Context, j *job.Job, percent float64, 
 		}
 	}
 	if p := q.processor(); p != nil {
-		p.touched(j.ID, run)
+		p.Touched(j.ID, run)
 	}
 	q.emit(Event{Type: EventProgress, JobID: j.ID, Progress: percent})
 	return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/processor"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
@@ -62,7 +63,7 @@ func (q *Queue) SetLimit(ctx context.Context, name string, l Limit) error {
 		return fmt.Errorf("queue %s: set the limit of %q: %w", q.cfg.name, name, err)
 	}
 	if p := q.processor(); p != nil {
-		p.limitsChanged()
+		p.LimitsChanged()
 	}
 	return nil
 }
@@ -83,7 +84,7 @@ func (q *Queue) RemoveLimit(ctx context.Context, name string) error {
 		return fmt.Errorf("queue %s: remove the limit of %q: %w", q.cfg.name, name, job.ErrNotFound)
 	}
 	if p := q.processor(); p != nil {
-		p.limitsChanged()
+		p.LimitsChanged()
 	}
 	return nil
 }
@@ -106,6 +107,32 @@ func (q *Queue) Limits(ctx context.Context) (map[string]Limit, error) {
 	out := make(map[string]Limit, len(stored))
 	for _, s := range stored {
 		out[s.Name] = limitOf(s)
+	}
+	return out, nil
+}
+
+// limitings reads the table's limits as the processor applies them. A limit that cannot
+// be read or is not valid (written by hand) is ignored and logged.
+func (q *Queue) limitings(ctx context.Context) (map[string]processor.Limiting, error) {
+	stored, bad, err := q.db.Limits(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, err := range bad {
+		q.log.Warn("a stored limit cannot be read and is ignored", "err", err)
+	}
+	out := make(map[string]processor.Limiting, len(stored))
+	for _, s := range stored {
+		parsed, err := parseLimit(s.Name, limitOf(s))
+		if err != nil {
+			q.log.Warn("a stored limit is not valid and is ignored", "name", s.Name, "err", err)
+			continue
+		}
+		l := processor.Limiting{Starts: parsed.starts}
+		if w := parsed.window; w != nil {
+			l.Window = w.at
+		}
+		out[s.Name] = l
 	}
 	return out, nil
 }

@@ -69,14 +69,6 @@ func TestWindowAt(t *testing.T) {
 	}
 }
 
-func TestSooner(t *testing.T) {
-	assert.Equal(t, time.Duration(-1), sooner(-1, time.Time{}))
-	assert.Equal(t, time.Second, sooner(time.Second, time.Time{}))
-	got := sooner(-1, time.Now().Add(time.Second))
-	assert.True(t, got > 900*time.Millisecond && got <= 1005*time.Millisecond, "%v", got)
-	assert.Equal(t, 10*time.Millisecond, sooner(10*time.Millisecond, time.Now().Add(time.Hour)))
-}
-
 func TestWindowAtOnTheDayTheClockJumps(t *testing.T) {
 	paris, err := time.LoadLocation("Europe/Paris")
 	require.NoError(t, err)

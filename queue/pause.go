@@ -64,7 +64,7 @@ func (q *Queue) finishPause(ctx context.Context, global bool, resumed <-chan str
 			case <-wait.Done():
 			}
 		}()
-		if err := p.waitIdle(wait); err != nil {
+		if err := p.WaitIdle(wait); err != nil {
 			select {
 			case <-resumed:
 				return nil

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/lifecycle"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/processor"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
@@ -55,11 +55,9 @@ type Queue struct {
 	pausedGlobal bool
 	// resumed is closed by the resume that ends the current pause; nil when not paused.
 	resumed chan struct{}
-	proc    *processor // nil until Process
+	proc    *processor.Processor // nil until Process
 	// removed remembers the jobs this queue deleted lately (see noteRemovals).
 	removed map[string]time.Time
-	// restartPending is set while a wake-up from restartSoon is on its way.
-	restartPending atomic.Bool
 }
 
 // dialTimeout bounds New's dial when its context has no deadline.

@@ -1,4 +1,4 @@
-package queue
+package processor
 
 import (
 	"context"
@@ -98,37 +98,29 @@ func (s *progressState) stop() {
 	}
 }
 
-// runOf returns the run of job id that made the processCount'th claim, if it is running here.
-func (p *processor) runOf(id string, processCount int) *run {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for rn := range p.running {
-		if rn.claimed.ID == id && rn.claimed.ProcessCount == processCount {
-			return rn
-		}
-	}
-	return nil
-}
+// writeFunc writes a progress report; with refresh, j is updated to the stored job.
+type writeFunc func(ctx context.Context, j *job.Job, percent float64, refresh bool) error
 
 // progress writes a run's progress report now, or coalesces it with the ones around it.
-func (p *processor) progress(ctx context.Context, rn *run, j *job.Job, percent float64) (coalesced bool, err error) {
+func (e *executor) progress(ctx context.Context, rn *run, j *job.Job, percent float64, write writeFunc) error {
 	var trailing func()
 	trailing = func() {
 		tj, v, ok := rn.progress.take()
 		if !ok {
 			return
 		}
-		if err := p.q.writeProgress(p.hard, tj, v, false); err != nil {
-			p.q.log.InfoContext(rn.ctx, "a coalesced progress write failed", "job", tj.ID, "err", err)
+		// A trailing write runs beside the handler, which owns j: it leaves j alone.
+		if err := write(e.p.hard, tj, v, false); err != nil {
+			e.p.cfg.Log.InfoContext(rn.ctx, "a coalesced progress write failed", "job", tj.ID, "err", err)
 		}
-		rn.progress.wrote(trailing, &p.handlers)
+		rn.progress.wrote(trailing, &e.handlers)
 	}
-	if rn.progress.coalesce(j, percent, trailing, &p.handlers) {
+	if rn.progress.coalesce(j, percent, trailing, &e.handlers) {
 		j.Progress = percent
-		p.touched(j.ID, j.ProcessCount)
-		return true, nil
+		e.touched(j.ID, j.ProcessCount)
+		return nil
 	}
-	err = p.q.writeProgress(ctx, j, percent, true)
-	rn.progress.wrote(trailing, &p.handlers)
-	return false, err
+	err := write(ctx, j, percent, true)
+	rn.progress.wrote(trailing, &e.handlers)
+	return err
 }

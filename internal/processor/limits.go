@@ -1,0 +1,160 @@
+package processor
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// limitsRefresh is how often the producer reads the limits again: how long a limit set
+// by another process takes to apply here, for one small read.
+const limitsRefresh = 5 * time.Second
+
+// limiter is the producer's view of the table's limits. Only the producer's goroutine
+// reads and writes it, but for stale, which LimitsChanged sets.
+type limiter struct {
+	mu    sync.Mutex
+	stale bool
+
+	read   time.Time
+	limits map[string]Limiting
+	// emptyUntil holds back a rate-limited name whose bucket was found empty, until its
+	// next token.
+	emptyUntil map[string]time.Time
+}
+
+// limitsChanged makes the producer read the limits again before its next claim.
+func (p *producer) limitsChanged() {
+	p.lim.mu.Lock()
+	p.lim.stale = true
+	p.lim.mu.Unlock()
+	p.wake(true)
+}
+
+// refreshLimits reads the limits when limitsRefresh has passed or they changed here; a
+// failed read keeps the limits known.
+func (p *producer) refreshLimits(ctx context.Context, now time.Time) {
+	l := &p.lim
+	l.mu.Lock()
+	due := l.stale || now.Sub(l.read) >= limitsRefresh
+	l.stale = false
+	l.mu.Unlock()
+	if !due || p.p.cfg.Limits == nil {
+		return
+	}
+	l.read = now // after a failure too: the next try is limitsRefresh later
+	limits, err := p.p.cfg.Limits(ctx)
+	if err != nil {
+		p.p.cfg.Log.Warn("reading the limits failed; the known ones stay", "err", err)
+		return
+	}
+	l.limits = limits
+}
+
+// held returns the job names a claim at now leaves out: outside their window, or with an
+// empty bucket; and the earliest time one of them may start again (zero when none).
+func (p *producer) held(ctx context.Context, now time.Time) (names []string, until time.Time) {
+	p.refreshLimits(ctx, now)
+	l := &p.lim
+	sooner := func(t time.Time) {
+		if until.IsZero() || t.Before(until) {
+			until = t
+		}
+	}
+	if len(l.limits) > 0 {
+		// Limits set or removed elsewhere, or a window opening on a day the clock jumps,
+		// are seen within limitsRefresh even while the producer has nothing else to do.
+		sooner(now.Add(limitsRefresh))
+	}
+	for name, lim := range l.limits {
+		if lim.Window != nil {
+			if open, opens := lim.Window(now); !open {
+				names = append(names, name)
+				sooner(opens)
+				continue
+			}
+		}
+		if t, ok := l.emptyUntil[name]; ok {
+			if now.Before(t) && lim.Starts > 0 {
+				names = append(names, name)
+				sooner(t)
+				continue
+			}
+			delete(l.emptyUntil, name)
+		}
+	}
+	return names, until
+}
+
+// admit takes rate tokens for the jobs of rate-limited names and keeps those it got one
+// for, in order; the others stay waiting, and their name is held back until its next
+// token. tokens maps the kept jobs that took a token to their name, so that a token a
+// claim did not use can be put back.
+func (p *producer) admit(ctx context.Context, jobs []*job.Job, now time.Time) (kept []*job.Job, tokens map[string]string) {
+	l := &p.lim
+	want := make(map[string]int)
+	for _, j := range jobs {
+		if l.limits[j.Name].Starts > 0 {
+			want[j.Name]++
+		}
+	}
+	if len(want) == 0 {
+		return jobs, nil
+	}
+	got := make(map[string]int, len(want))
+	for name, n := range want {
+		taken, wait, err := p.p.cfg.Store.TakeTokens(ctx, name, n)
+		if err != nil {
+			p.p.cfg.Log.Warn("taking rate tokens failed; the jobs of this name wait", "name", name, "err", err)
+			taken, wait = 0, time.Second
+		}
+		got[name] = taken
+		if taken < n {
+			if l.emptyUntil == nil {
+				l.emptyUntil = make(map[string]time.Time)
+			}
+			l.emptyUntil[name] = now.Add(max(wait, 10*time.Millisecond))
+		}
+	}
+	tokens = make(map[string]string)
+	for _, j := range jobs {
+		if l.limits[j.Name].Starts > 0 {
+			if got[j.Name] == 0 {
+				continue
+			}
+			got[j.Name]--
+			tokens[j.ID] = j.Name
+		}
+		kept = append(kept, j)
+	}
+	return kept, tokens
+}
+
+// returnTokens puts back the tokens of the jobs that took one (tokens: id → name) and
+// that unused reports: the claim left them out, or another queue took them first.
+func (p *producer) returnTokens(ctx context.Context, tokens map[string]string, unused func(id string) bool) {
+	back := make(map[string]int)
+	for id, name := range tokens {
+		if unused(id) {
+			back[name]++
+		}
+	}
+	for name, n := range back {
+		if err := p.p.cfg.Store.ReturnTokens(ctx, name, n); err != nil {
+			p.p.cfg.Log.Info("putting back unused rate tokens failed", "name", name, "err", err)
+		}
+	}
+}
+
+// soonest is when the first name that admit held back may start again.
+func (l *limiter) soonest(now time.Time) (time.Time, bool) {
+	var first time.Time
+	for _, t := range l.emptyUntil {
+		if t.After(now) && (first.IsZero() || t.Before(first)) {
+			first = t
+		}
+	}
+	return first, !first.IsZero()
+}

@@ -1,0 +1,237 @@
+package processor
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// ErrPassBack, returned by a handler as its error, passes the job back (queue.ErrPassBack).
+var ErrPassBack = errors.New("queue: job passed back by its handler")
+
+// ErrNotOwned reports a write for a run that found the job changed by another party
+// (cancelled, recovered by a review, claimed again), which it leaves alone.
+var ErrNotOwned = errors.New("the job changed elsewhere while it ran")
+
+// outcome is a run's result, waiting for the completer to write it.
+type outcome struct {
+	rn    *run
+	write rdb.Outcome
+	// event is raised once the write lands, with err, the handler's error of a failed run.
+	event     string
+	err       error
+	repeating bool
+	// terminated is the job as it ended, for the Terminated hook, when it ended terminated.
+	terminated *job.Job
+	// finished is true when the job ends in a finished status.
+	finished bool
+	// tries counts writes of this outcome that failed; after one, the outcome may be in
+	// the database already.
+	tries int
+}
+
+// finish turns what the handler returned into the run's outcome: nil when there is
+// nothing for the completer to write (a pass-back is written here).
+func (e *executor) finish(rn *run, result any, err error) *outcome {
+	switch {
+	case err != nil && isNilPointer(err):
+		// (nil, (*MyErr)(nil)) is a non-nil error whose methods may not bear calling; the
+		// handler meant something, but not a success it never returned.
+		return e.failed(rn, fmt.Errorf("handler returned a nil %T as its error", err))
+	case err != nil:
+		if reason, ok := cancelReason(err); ok {
+			return e.cancelled(rn, reason)
+		}
+		if errors.Is(err, ErrPassBack) {
+			return e.passBack(rn)
+		}
+		return e.failed(rn, err)
+	case result == any(rn.job):
+		return e.passBack(rn)
+	}
+	return e.completed(rn, result)
+}
+
+// isNilPointer reports whether v holds a nil pointer, map, slice, func or chan.
+func isNilPointer(v any) bool {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// now is the time an outcome is stamped with, as the database keeps it.
+func now() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
+
+// completed is a successful run: completed with progress 100, or waiting for the next
+// repeat. A result that cannot be stored is left out of the log entry, which says why.
+func (e *executor) completed(rn *run, result any) *outcome {
+	p, at := e.p, now()
+	t := rdb.AfterSuccess(&rn.claimed, at)
+	message := job.MessageCompleted
+	if err := job.CheckValue(result); err != nil {
+		p.cfg.Log.WarnContext(rn.ctx, "a handler's result cannot be stored; the job completes without it", "job", rn.claimed.ID, "err", err)
+		result, message = nil, job.MessageCompleted+" (its result was not stored: "+err.Error()+")"
+	}
+	entry := rdb.WithDuration(rdb.NewLog(&rn.claimed, p.cfg.QueueID, result, message, t.LogType, t.Status), runTime(rn.claimed, at))
+	return e.transition(rn, t, entry, at, EventCompleted)
+}
+
+// failed is a failed run: failed for a retry, waiting for the next repeat, or terminated.
+func (e *executor) failed(rn *run, err error) *outcome {
+	p, at := e.p, now()
+	t := rdb.AfterFailure(&rn.claimed, at, e.customDelay())
+	claimed := rn.claimed
+	claimed.RetryCount = t.RetryCount
+	message, stack := errorText(err), job.MessageNoErrorStack
+	var pe *PanicError
+	if errors.As(err, &pe) {
+		stack = string(pe.Stack)
+	}
+	if message == "" {
+		message = job.MessageNoErrorMsg
+	}
+	data := map[string]any{"name": errorName(err), "message": message}
+	entry := rdb.WithError(rdb.WithDuration(rdb.NewLog(&claimed, p.cfg.QueueID, data, job.MessageFailed, t.LogType, t.Status),
+		runTime(rn.claimed, at)), message, stack)
+	p.cfg.Log.InfoContext(rn.ctx, "job failed", "job", rn.claimed.ID, "err", message, "status", t.Status)
+	event := EventTerminated
+	if t.Retry || t.Repeating {
+		event = EventFailed
+	}
+	o := e.transition(rn, t, entry, at, event)
+	o.err = err
+	if t.Status == job.Terminated && p.cfg.Hooks.Terminated != nil {
+		ended := claimed
+		ended.Status, ended.DateFinished, ended.Progress, ended.QueueID = t.Status, at, t.Progress, p.cfg.QueueID
+		ended.Log = append(slices.Clone(claimed.Log), entry)
+		o.terminated = &ended
+	}
+	return o
+}
+
+// transition is the outcome that applies t to the run's job.
+func (e *executor) transition(rn *run, t rdb.Transition, entry job.LogEntry, at time.Time, event string) *outcome {
+	enable, retries, progress := t.DateEnable, t.RetryCount, t.Progress
+	return &outcome{
+		rn: rn,
+		write: rdb.Outcome{
+			ID: rn.claimed.ID, ProcessCount: rn.claimed.ProcessCount,
+			Status: t.Status, DateFinished: at,
+			DateEnable: &enable, RetryCount: &retries, Progress: &progress,
+			Entry: entry,
+			Trunc: rdb.TruncatedLog(&rn.claimed, e.p.cfg.QueueID, e.p.cfg.LimitJobLogs, t.Status),
+		},
+		event:     event,
+		repeating: t.Repeating,
+		finished:  t.Status.Finished(),
+	}
+}
+
+// cancelled is a run whose handler returned job.Cancel(reason).
+func (e *executor) cancelled(rn *run, reason string) *outcome {
+	at := now()
+	entry := rdb.WithoutData(rdb.NewLog(&rn.claimed, e.p.cfg.QueueID, nil, reason, job.Information, job.Cancelled))
+	entry.Date = at
+	return &outcome{
+		rn: rn,
+		write: rdb.Outcome{
+			ID: rn.claimed.ID, ProcessCount: rn.claimed.ProcessCount,
+			Status: job.Cancelled, DateFinished: at,
+			Entry: entry,
+			Trunc: rdb.TruncatedLog(&rn.claimed, e.p.cfg.QueueID, e.p.cfg.LimitJobLogs, job.Cancelled),
+		},
+		event:    EventCancelled,
+		finished: true,
+	}
+}
+
+// passBack saves a job its handler returned unfinished, back to waiting, here and now. The
+// job is checked as Job.Update checks it; an invalid one fails instead, with the reason.
+func (e *executor) passBack(rn *run) *outcome {
+	p, j := e.p, rn.job
+	if j.Status == job.Active {
+		j.Status = job.Waiting
+	}
+	if err := j.Validate(); err != nil {
+		return e.failed(rn, fmt.Errorf("the job passed back is not valid: %w", err))
+	}
+	j.Log = append(j.Log, rdb.NewLog(j, p.cfg.QueueID, map[string]any{}, job.MessagePassBack, job.Information, ""))
+	switch err := p.cfg.PassBack(p.hard, j, rn.claimed.ProcessCount); {
+	case errors.Is(err, ErrNotOwned):
+		p.cfg.Log.Info("job changed elsewhere while it ran; it is not passed back", "job", j.ID)
+	case err != nil:
+		p.emit(Event{Type: EventError, JobID: j.ID, Err: err})
+	default:
+		if p.cfg.Hooks.RunEnded != nil {
+			p.cfg.Hooks.RunEnded(rn.claimed, job.Waiting, time.Now())
+		}
+	}
+	return nil
+}
+
+// errorText is err's message; an Error method that panics (a method on a nil receiver,
+// say) gives a message that says so instead of taking the process down.
+func errorText(err error) (msg string) {
+	defer func() {
+		if v := recover(); v != nil {
+			msg = fmt.Sprintf("%T.Error() panicked: %v", err, v)
+		}
+	}()
+	return err.Error()
+}
+
+// errorName names an error's type, as the original's serialized errors carry a name.
+func errorName(err error) string {
+	t := reflect.TypeOf(err)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Name() == "" {
+		return "Error"
+	}
+	return t.String()
+}
+
+// runTime is how long the run of j that ends at at took.
+func runTime(j job.Job, at time.Time) time.Duration {
+	return max(at.Sub(j.DateStarted), 0)
+}
+
+// cancelReason returns the log message of a handler's cancel when err is one: the reason
+// given to job.Cancel, or the original's message for an error that only wraps job.ErrCancel.
+func cancelReason(err error) (reason string, ok bool) {
+	var c interface{ CancelReason() string }
+	if errors.As(err, &c) {
+		return c.CancelReason(), true
+	}
+	if errors.Is(err, job.ErrCancel) {
+		return job.MessageCancel, true
+	}
+	return "", false
+}
+
+// customDelay is the queue's retry delay made safe to call: a panic in it gives the
+// linear delay and is logged.
+func (e *executor) customDelay() rdb.CustomDelay {
+	f := e.p.cfg.RetryDelay
+	if f == nil {
+		return nil
+	}
+	return func(j *job.Job, n int) (d time.Duration) {
+		defer func() {
+			if v := recover(); v != nil {
+				e.p.cfg.Log.Error("Options.RetryBackoff panicked; the linear delay is used", "job", j.ID, "panic", v)
+				d = time.Duration(n) * j.RetryDelay
+			}
+		}()
+		return f(j, n)
+	}
+}

@@ -1,0 +1,558 @@
+package processor
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// The producer claims due jobs for the free slots, one claim at a time, and hands them to
+// the executor. It has two ways to find them:
+//
+//   - a read of the table's claim index (rdb.Table.ReadCandidates) for as many jobs as
+//     there are free slots, in priority order: while the queue is busy, at every claim;
+//   - hints: jobs it was told of as they became claimable, added by this queue or seen
+//     on the changefeed. Once a read came back short (the table held no more due jobs:
+//     the queue is idle), the producer claims hinted jobs by id, without reading, and a
+//     freed slot costs no read. A job added elsewhere then starts within milliseconds
+//     of its insert, for the price of one claim query.
+//
+// Several idle queues (processes) see the same insert on their changefeeds. So that one
+// added job does not cost a claim query from each, each queue waits its turn: the live
+// workers of the table (the _workers table, read with the heartbeat) are ranked, the one
+// that added the job (or else the one the job's id hashes to) goes first, and each other
+// waits staggerStep more per rank. The first claims it, and the others see on their feeds
+// that it went active and drop it.
+
+// staggerStep is how much longer each queue, by rank, waits before it claims a job made
+// claimable elsewhere: more than the changefeed takes to tell the queues ahead that it
+// went active (about a millisecond on one server), less than a user would notice.
+const staggerStep = 10 * time.Millisecond
+
+// maxHints bounds the hints a producer keeps; beyond it, it reads the table instead.
+const maxHints = 10000
+
+// claimTimeout bounds one query of the producer, which Stop cannot cut short.
+const claimTimeout = time.Minute
+
+// maxClaimBackoff bounds the wait between claims that fail (database unreachable, say).
+const maxClaimBackoff = 30 * time.Second
+
+// skipFor is how long a document that cannot be claimed is left out of claims before it
+// is looked at again (someone may have mended it).
+const skipFor = 10 * time.Minute
+
+// maxSkipped bounds the documents left out of claims, and maxReported the ids remembered
+// as reported, so that a table full of garbage cannot grow them without end.
+const (
+	maxSkipped  = 1000
+	maxReported = 10000
+)
+
+type producer struct {
+	p *Processor
+	// wakeCh asks the loop to go round; a send never blocks (capacity 1).
+	wakeCh chan struct{}
+
+	mu sync.Mutex
+	// readWanted asks the next round to read the table; readAt is when a round must read
+	// it at the latest (a delayed job falls due, a held name may start); zero: no time.
+	readWanted bool
+	readAt     time.Time
+	// idle is set when a read came back short: the table held no due job beyond what the
+	// producer claimed and the hints it holds.
+	idle  bool
+	hints map[string]hint
+	// peers are the queue ids of the table's live workers, sorted, for the stagger.
+	peers []string
+
+	// The loop's own state.
+	lost     []string
+	skip     map[string]skipped
+	reported map[string]bool
+	backoff  time.Duration
+	// contended is the pause after rounds whose claims all missed.
+	contended time.Duration
+	lim       limiter
+}
+
+// hint is a job the producer was told of, and when it may claim it.
+type hint struct {
+	job *job.Job
+	// at is when the job falls due and it is this queue's turn.
+	at time.Time
+	// rank orders this queue's claims of hints: its own first (0), then by how far it
+	// stands behind the queue whose turn comes first.
+	rank int
+}
+
+// skipped is a document left out of claims until until.
+type skipped struct {
+	id    any
+	until time.Time
+}
+
+func newProducer(p *Processor) *producer {
+	return &producer{
+		p:          p,
+		wakeCh:     make(chan struct{}, 1),
+		readWanted: true,
+		hints:      make(map[string]hint),
+		skip:       make(map[string]skipped),
+		reported:   make(map[string]bool),
+	}
+}
+
+// wake asks the loop to go round, and to read the table when read is true.
+func (p *producer) wake(read bool) {
+	if read {
+		p.mu.Lock()
+		p.readWanted = true
+		p.mu.Unlock()
+	}
+	select {
+	case p.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+// slotFreed wakes the loop for a slot that a run freed. An idle producer that follows the
+// changefeed knows every job that became claimable since its last read: it claims from
+// its hints and reads nothing.
+func (p *producer) slotFreed() {
+	p.mu.Lock()
+	read := !(p.idle && p.p.cfg.Feed)
+	p.mu.Unlock()
+	p.wake(read)
+}
+
+// dueAt makes the producer read the table at t at the latest: a job falls due then.
+func (p *producer) dueAt(t time.Time) {
+	p.mu.Lock()
+	if p.readAt.IsZero() || t.Before(p.readAt) {
+		p.readAt = t
+	}
+	p.mu.Unlock()
+	p.wake(false)
+}
+
+// hint records a job that became claimable, made so by the queue by.
+func (p *producer) hint(j *job.Job, by string) {
+	now := time.Now()
+	p.mu.Lock()
+	if len(p.hints) >= maxHints {
+		// A burst bigger than any idle queue takes at once: the table says the rest.
+		clear(p.hints)
+		p.readWanted = true
+		p.mu.Unlock()
+		p.wake(true)
+		return
+	}
+	rank := p.rank(by, j.ID)
+	at := now.Add(time.Duration(rank) * staggerStep)
+	if rank > 0 && len(p.peers) == 0 {
+		at = now.Add(rand.N(staggerStep)) // no ranks known: spread the queues at random
+	}
+	if j.DateEnable.After(at) {
+		at = j.DateEnable
+	}
+	p.hints[j.ID] = hint{job: j, at: at, rank: rank}
+	p.mu.Unlock()
+	p.wake(false)
+}
+
+// rank is how many queues stand before this one for job id made claimable by by; p.mu
+// must be held.
+func (p *producer) rank(by, id string) int {
+	self := p.p.cfg.QueueID
+	if by == self {
+		return 0
+	}
+	n := len(p.peers)
+	me := indexOf(p.peers, self)
+	if n == 0 || me < 0 {
+		return n + 1
+	}
+	first := indexOf(p.peers, by)
+	if first < 0 {
+		first = int(fnv32(id) % uint32(n))
+	}
+	return (me - first + n) % n
+}
+
+func indexOf(s []string, v string) int {
+	for i, x := range s {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}
+
+// fnv32 is the FNV-1a hash of s: every queue computes the same rank from a job id.
+func fnv32(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return h
+}
+
+// taken drops the hint of a job that is no longer claimable.
+func (p *producer) taken(id string) {
+	p.mu.Lock()
+	delete(p.hints, id)
+	p.mu.Unlock()
+}
+
+// setPeers records the table's live workers.
+func (p *producer) setPeers(peers []string) {
+	p.mu.Lock()
+	p.peers = peers
+	p.mu.Unlock()
+}
+
+// loop claims until the processor quits or gives up waiting; review runs first.
+func (p *producer) loop(review func()) {
+	pr := p.p
+	if review != nil && pr.cfg.Ready(pr.hard) == nil {
+		review()
+	}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-pr.quit:
+			return
+		case <-pr.hard.Done():
+			return
+		case <-p.wakeCh:
+		case <-timer.C:
+		}
+		next := p.round()
+		timer.Stop()
+		if next >= 0 {
+			timer.Reset(next)
+		}
+	}
+}
+
+// round claims what the free slots allow and starts the jobs. It returns when to go
+// round again: 0 for at once, a positive wait, -1 to wait for a wake.
+func (p *producer) round() time.Duration {
+	pr := p.p
+	if pr.cfg.Ready(pr.hard) != nil {
+		return -1
+	}
+	ctx, cancel := context.WithTimeout(pr.hard, claimTimeout)
+	defer cancel()
+	if len(p.lost) > 0 {
+		if err := p.adoptLost(ctx); err != nil {
+			return p.failed(err)
+		}
+	}
+	pr.gather()
+	free, ok := p.beginClaim()
+	if !ok {
+		return -1
+	}
+	defer p.endClaim()
+	now := time.Now()
+	names, heldUntil := p.held(ctx, now)
+	var found []*job.Job
+	var more bool // the table may hold more due jobs than this round took
+	var nextRead time.Time
+	if p.shouldRead(now) {
+		c, err := pr.cfg.Store.ReadCandidates(ctx, free, rdb.Skip{IDs: p.skipList(now), Names: names})
+		if err != nil {
+			return p.failed(err)
+		}
+		more = len(c.List) == free
+		found = p.usable(c.List)
+		nextRead = c.NextDue
+		p.mu.Lock()
+		p.idle = !more
+		p.mu.Unlock()
+	} else {
+		found = p.eligible(now, free, names)
+	}
+	kept, tokens := p.admit(ctx, found, now)
+	if t, ok := p.lim.soonest(now); ok && (heldUntil.IsZero() || t.Before(heldUntil)) {
+		heldUntil = t
+	}
+	nextRead = earliest(nextRead, heldUntil)
+	won, missed, err := p.claim(ctx, kept, tokens)
+	if err != nil {
+		return p.failed(err)
+	}
+	p.backoff = 0
+	if won == 0 {
+		pr.act.starve(true)
+		pr.announceIdle()
+	}
+	switch {
+	case missed > 0 && won == 0:
+		// Every job this round aimed at was taken or changed elsewhere first: aim again,
+		// after a pause that grows while it lasts, so that queues that keep aiming at the
+		// same jobs drift apart (and a job whose claim can never match cannot spin).
+		p.contended = min(max(2*p.contended, time.Millisecond), 100*time.Millisecond)
+		return p.contended/2 + rand.N(p.contended/2+1)
+	case more || missed > 0 || len(kept) < len(found):
+		// Slots filled, candidates taken elsewhere, or held back by a limit: there may be
+		// more.
+		p.contended = 0
+		return 0
+	}
+	p.contended = 0
+	return p.next(now, nextRead)
+}
+
+// shouldRead tells whether this round reads the table, or claims from its hints.
+func (p *producer) shouldRead(now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.readAt.IsZero() && !now.Before(p.readAt) {
+		p.readAt = time.Time{}
+		p.readWanted = true
+	}
+	read := p.readWanted || !p.idle || !p.p.cfg.Feed
+	if read {
+		p.readWanted = false
+	}
+	return read
+}
+
+// next records when a read falls due and returns the wait until the next round: the
+// next read, or the next hint whose turn comes; -1 when there is neither.
+func (p *producer) next(now, readAt time.Time) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !readAt.IsZero() && (p.readAt.IsZero() || readAt.Before(p.readAt)) {
+		p.readAt = readAt
+	}
+	at := p.readAt
+	for _, h := range p.hints {
+		at = earliest(at, h.at)
+	}
+	if at.IsZero() {
+		return -1
+	}
+	// The server's clock decides what is due; a little slack covers the two clocks
+	// disagreeing by a few milliseconds.
+	return max(at.Sub(now), 0) + 5*time.Millisecond
+}
+
+// earliest is the earlier of two times, zero meaning none.
+func earliest(a, b time.Time) time.Time {
+	switch {
+	case a.IsZero():
+		return b
+	case b.IsZero() || a.Before(b):
+		return a
+	}
+	return b
+}
+
+// usable returns the candidates that can be processed; those that cannot are left out of
+// the next claims and reported once.
+func (p *producer) usable(list []rdb.Candidate) []*job.Job {
+	jobs := make([]*job.Job, 0, len(list))
+	for _, c := range list {
+		if c.Err != nil {
+			p.noteMalformed(c.ID, c.Err)
+			continue
+		}
+		jobs = append(jobs, c.Job)
+	}
+	return jobs
+}
+
+// eligible returns the hinted jobs whose turn has come, up to n, in the order this queue
+// claims them: by priority, its own turn first, then as the index orders them. Jobs of
+// held names wait.
+func (p *producer) eligible(now time.Time, n int, held []string) []*job.Job {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var ready []hint
+	for _, h := range p.hints {
+		if !h.at.After(now) && !contains(held, h.job.Name) {
+			ready = append(ready, h)
+		}
+	}
+	sortHints(ready)
+	jobs := make([]*job.Job, 0, min(n, len(ready)))
+	for _, h := range ready[:min(n, len(ready))] {
+		jobs = append(jobs, h.job)
+	}
+	return jobs
+}
+
+func contains(s []string, v string) bool { return indexOf(s, v) >= 0 }
+
+// sortHints orders hints as a queue claims them: by priority (strictly, as the index
+// does), then its own turn first, then as the index orders them.
+func sortHints(hs []hint) {
+	slices.SortFunc(hs, func(a, b hint) int {
+		ka, kb := rdb.KeyOf(a.job), rdb.KeyOf(b.job)
+		return cmp.Or(cmp.Compare(ka.Priority, kb.Priority), cmp.Compare(a.rank, b.rank), ka.Compare(kb))
+	})
+}
+
+// claim claims jobs, hands those it won to the executor and returns how many it won and
+// missed. tokens are the rate tokens the jobs took, put back for those not won.
+func (p *producer) claim(ctx context.Context, jobs []*job.Job, tokens map[string]string) (won, missed int, err error) {
+	pr := p.p
+	if len(jobs) == 0 {
+		return 0, 0, nil
+	}
+	at := now()
+	claims := make([]rdb.Claim, len(jobs))
+	ids := make([]string, len(jobs))
+	for i, j := range jobs {
+		claims[i] = pr.cfg.Store.NewClaim(j, at, pr.cfg.LeaseEnd(j, at))
+		ids[i] = j.ID
+	}
+	res, err := pr.cfg.Store.Claim(ctx, pr.cfg.Jobs, claims)
+	if err != nil {
+		// Whether the write landed is unknown: look for its claims before anything else.
+		p.lost = append(p.lost, ids...)
+		return 0, 0, err
+	}
+	p.mu.Lock()
+	for _, id := range ids {
+		delete(p.hints, id)
+	}
+	if len(res.Missed) > 0 && p.idle {
+		// A hint was stale (the job changed since it was seen): the table says what is due.
+		p.readWanted = true
+	}
+	p.mu.Unlock()
+	if len(tokens) > 0 {
+		won := make(map[string]bool, len(res.Claimed))
+		for _, j := range res.Claimed {
+			won[j.ID] = true
+		}
+		p.returnTokens(ctx, tokens, func(id string) bool { return !won[id] })
+	}
+	for id, err := range res.Unreadable {
+		p.report(id, fmt.Errorf("queue %s: claimed job %s cannot be read; it is left active for the review: %w", pr.cfg.Name, id, err))
+	}
+	p.start(res.Claimed)
+	return len(res.Claimed), len(res.Missed), nil
+}
+
+// start hands claimed jobs to the executor, unless Stop gave up meanwhile.
+func (p *producer) start(jobs []*job.Job) {
+	pr := p.p
+	if len(jobs) == 0 || pr.hard.Err() != nil {
+		return
+	}
+	pr.act.starve(false)
+	if pr.cfg.Hooks.Claimed != nil {
+		pr.cfg.Hooks.Claimed(len(jobs))
+	}
+	for _, j := range jobs {
+		pr.emit(Event{Type: EventActive, JobID: j.ID})
+		pr.exec.start(j)
+	}
+}
+
+// adoptLost looks for the claims of a write whose answer was lost, and runs them.
+func (p *producer) adoptLost(ctx context.Context) error {
+	pr := p.p
+	jobs, err := pr.cfg.Store.ReadClaimedHere(ctx, pr.cfg.Jobs, p.lost)
+	if err != nil {
+		return fmt.Errorf("queue %s: look for jobs a lost write claimed: %w", pr.cfg.Name, err)
+	}
+	p.lost = nil
+	running := pr.exec.running()
+	var adopt []*job.Job
+	for _, j := range jobs {
+		if _, ok := running[j.ID]; !ok {
+			pr.cfg.Log.Info("running a job whose claim's answer was lost", "job", j.ID)
+			adopt = append(adopt, j)
+		}
+	}
+	p.start(adopt)
+	return nil
+}
+
+// beginClaim reports how many jobs to claim, and marks the claim as under way; ok is false
+// when the queue takes no jobs (paused, stopping) or is full.
+func (p *producer) beginClaim() (free int, ok bool) {
+	pr := p.p
+	// Mark the claim before looking at the pause, so that a Pause either sees the claim and
+	// waits for it, or is seen here.
+	pr.act.update(func(a *activity) { a.claiming = true })
+	free = pr.cfg.Concurrency() - pr.exec.count()
+	if free < 1 || !pr.cfg.Claiming() {
+		p.endClaim()
+		return 0, false
+	}
+	return free, true
+}
+
+// endClaim marks the claim as done, its jobs started.
+func (p *producer) endClaim() {
+	p.p.act.update(func(a *activity) { a.claiming = false })
+}
+
+// failed reports a failed query and returns the backoff before the next try.
+func (p *producer) failed(err error) time.Duration {
+	pr := p.p
+	if pr.hard.Err() != nil {
+		return -1
+	}
+	p.mu.Lock()
+	p.readWanted = true
+	p.mu.Unlock()
+	p.backoff = min(max(2*p.backoff, 100*time.Millisecond), maxClaimBackoff)
+	wait := p.backoff/2 + rand.N(p.backoff/2+1)
+	pr.cfg.Log.Warn("processing query failed", "err", err, "retry in", wait)
+	pr.emit(Event{Type: EventError, Err: err})
+	return wait
+}
+
+// noteMalformed leaves a due document that cannot be processed out of the next claims,
+// and reports it once.
+func (p *producer) noteMalformed(id any, err error) {
+	key := fmt.Sprintf("%#v", id)
+	if len(p.skip) < maxSkipped {
+		p.skip[key] = skipped{id: id, until: time.Now().Add(skipFor)}
+	}
+	p.report(fmt.Sprint(id), fmt.Errorf("queue %s: job %v cannot be processed, and is left as it is until it is mended or removed: %w", p.p.cfg.Name, id, err))
+}
+
+// report raises an error event and logs it, once per job id.
+func (p *producer) report(id string, err error) {
+	if p.reported[id] {
+		return
+	}
+	if len(p.reported) >= maxReported {
+		clear(p.reported)
+	}
+	p.reported[id] = true
+	p.p.cfg.Log.Warn("job cannot be processed", "job", id, "err", err)
+	p.p.emit(Event{Type: EventError, JobID: id, Err: err})
+}
+
+// skipList returns the ids claims leave out, dropping expired entries.
+func (p *producer) skipList(now time.Time) []any {
+	ids := make([]any, 0, len(p.skip))
+	for key, s := range p.skip {
+		if now.After(s.until) {
+			delete(p.skip, key)
+			continue
+		}
+		ids = append(ids, s.id)
+	}
+	return ids
+}

@@ -1,0 +1,244 @@
+package rdb
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// A claim is a read that proposes Candidates, and a write that switches them to active
+// (claim.go).
+//
+// What the read costs on a real RethinkDB is its index range reads, not its round trips
+// (shared/notes/rethinkdb-facts.md), so:
+//
+//   - Candidates are read through IndexClaim, whose keys never tie, so a range read stops
+//     at what it takes however many jobs were added in the same millisecond.
+//   - The common case is one streamed range read: the head of the whole index in priority
+//     order, at most headSize entries, filtered to the due jobs and cut at the free slots.
+//   - Only when that comes back short (fewer due jobs than free slots: the queue is not
+//     saturated), and the index holds more than the head gave (one unordered read of a few
+//     entries tells), does the queue read each priority's range, the six at once: due jobs
+//     come first in a priority's range, so this finds the due jobs that not-due jobs of a
+//     higher priority hid from the head (a delayed job of high priority never holds back
+//     due jobs: the original's issue #83), and, from the first job after them, when the
+//     next delayed job falls due.
+//   - The reads run in readMode "outdated": they only propose candidates, each decoded on
+//     its own with this library's reading rules, so that one document of the wrong shape
+//     is set aside without failing the read. The write is a compare-and-set on the
+//     primary, so a stale candidate, or one claimed or changed elsewhere since, is merely
+//     not claimed.
+
+// priorities in processing order.
+var priorities = []job.Priority{job.Highest, job.High, job.Medium, job.Normal, job.Low, job.Lowest}
+
+// headSize is how many entries of the index head a claim of n reads at most.
+func headSize(n int) int { return n + 32 }
+
+// readTable is the queue's table for reads that only propose candidates.
+func (t *Table) readTable() r.Term {
+	return r.DB(t.DB).Table(t.Name, r.TableOpts{ReadMode: "outdated"})
+}
+
+// claimRange is the claim index between lo and hi, in index order.
+func (t *Table) claimRange(lo, hi []any) r.Term {
+	return t.readTable().Between(lo, hi, r.BetweenOpts{Index: IndexClaim, RightBound: "closed"}).OrderBy(r.OrderByOpts{Index: IndexClaim})
+}
+
+// priorityBounds are the claim index keys that bound the jobs of priorities from..to.
+func priorityBounds(from, to job.Priority) (lo, hi []any) {
+	return []any{int(from), r.MinVal, r.MinVal, r.MinVal}, []any{int(to), r.MaxVal, r.MaxVal, r.MaxVal}
+}
+
+// Skip is what a claim leaves out: documents by id (those it cannot process; an id is
+// any value a primary key can hold), and jobs by name (held back by a rate limit or a
+// time window).
+type Skip struct {
+	IDs   []any
+	Names []string
+}
+
+// notSkipped leaves out the documents of skip.
+func notSkipped(skip Skip) func(doc r.Term) r.Term {
+	ids, names := r.Expr(skip.IDs), r.Expr(skip.Names)
+	return func(doc r.Term) r.Term {
+		keep := ids.Contains(doc.Field(docfmt.ID)).Not()
+		if len(skip.Names) > 0 {
+			keep = keep.And(names.Contains(doc.Field(docfmt.Name).Default(nil)).Not())
+		}
+		return keep
+	}
+}
+
+// claimableNow is true for a document whose dateEnable is a time that has come, and for
+// one whose dateEnable is not a time at all: no claim takes that one, but the read must
+// propose it so that it is reported and set aside rather than ignored for ever.
+func claimableNow(doc r.Term) r.Term {
+	enable := doc.Field(docfmt.DateEnable).Default(nil)
+	return enable.TypeOf().Ne("PTYPE<TIME>").Or(enable.Le(r.Now()))
+}
+
+// headTerm reads up to n due jobs among the first headSize(n) of the index.
+func (t *Table) headTerm(n int, skip Skip) r.Term {
+	keep := notSkipped(skip)
+	return t.claimRange(priorityBounds(job.Highest, job.Lowest)).Limit(headSize(n)).Filter(func(doc r.Term) r.Term {
+		return claimableNow(doc).And(keep(doc))
+	}).Limit(n)
+}
+
+// entry is one job of a priority's range, as priorityTerm reads it: the document when it
+// is due, when it falls due otherwise (any value: a hand-written document may hold
+// anything there).
+type entry struct {
+	Doc map[string]any `rethinkdb:"doc"`
+	Due bool           `rethinkdb:"due"`
+	At  any            `rethinkdb:"at"`
+}
+
+// priorityTerm reads the first n+1 jobs of priority p's range: its due jobs come first,
+// then the ones not due yet in the order they fall due.
+func (t *Table) priorityTerm(p job.Priority, n int, skip Skip) r.Term {
+	return t.claimRange(priorityBounds(p, p)).Filter(notSkipped(skip)).Limit(n + 1).Map(func(doc r.Term) any {
+		due := claimableNow(doc)
+		return map[string]any{"doc": r.Branch(due, doc, nil), "due": due, "at": doc.Field(docfmt.DateEnable).Default(nil)}
+	})
+}
+
+// Candidate is a due job that the candidate read proposes for a claim, decoded on its
+// own.
+type Candidate struct {
+	// ID is the document's primary key as stored (a string for every job; a document
+	// written by hand may hold another type), for leaving it out of later reads.
+	ID any
+	// Job is the job, or nil when the document cannot be processed: Err says why.
+	Job *job.Job
+	Err error
+	// Key is the job's place in the claim index, which orders the jobs a claim wins.
+	Key ClaimKey
+}
+
+// Candidates is what the candidate read found.
+type Candidates struct {
+	// List holds the due jobs to claim, in processing order, with those that cannot be
+	// processed among them.
+	List []Candidate
+	// NextDue is when the earliest job that is not due yet falls due; zero when there is
+	// none or the read did not look (it filled every slot from the head).
+	NextDue time.Time
+}
+
+// ReadCandidates reads up to n due jobs to claim (see the top of this file).
+func (t *Table) ReadCandidates(ctx context.Context, n int, skip Skip) (Candidates, error) {
+	var docs []map[string]any
+	if err := t.ReadAll(ctx, t.headTerm(n, skip), &docs); err != nil {
+		return Candidates{}, fmt.Errorf("queue %s: read jobs to claim: %w", t.Name, err)
+	}
+	c := Candidates{List: candidatesOf(docs)}
+	if len(docs) == n {
+		return c, nil
+	}
+	// Short: when the index holds nothing but what the head gave, there is no due job a
+	// delayed one hides and no delayed job to wait for, and one unordered read of a few
+	// entries says so; an idle queue spares the six reads below at every claim.
+	var more int
+	lo, hi := priorityBounds(job.Highest, job.Lowest)
+	rest := t.readTable().Between(lo, hi, r.BetweenOpts{Index: IndexClaim, RightBound: "closed"}).
+		Filter(notSkipped(skip)).Limit(len(docs) + 1).Count()
+	if err := t.ReadOne(ctx, rest, &more); err != nil {
+		return Candidates{}, fmt.Errorf("queue %s: read jobs to claim: %w", t.Name, err)
+	}
+	if more <= len(docs) {
+		return c, nil
+	}
+	ranges := make([][]entry, len(priorities))
+	errs := make([]error, len(priorities))
+	var wg sync.WaitGroup
+	for i, p := range priorities {
+		wg.Go(func() { errs[i] = t.ReadAll(ctx, t.priorityTerm(p, n, skip), &ranges[i]) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return Candidates{}, fmt.Errorf("queue %s: read jobs to claim: %w", t.Name, err)
+	}
+	docs = docs[:0]
+	for _, rng := range ranges {
+		for _, e := range rng {
+			at, isTime := e.At.(time.Time)
+			switch {
+			case e.Due && e.Doc != nil && len(docs) < n:
+				docs = append(docs, e.Doc)
+			case !e.Due && isTime && (c.NextDue.IsZero() || at.Before(c.NextDue)):
+				c.NextDue = at
+			}
+		}
+	}
+	c.List = candidatesOf(docs)
+	return c, nil
+}
+
+// candidatesOf decodes each document of a candidate read on its own.
+func candidatesOf(docs []map[string]any) []Candidate {
+	out := make([]Candidate, len(docs))
+	for i, doc := range docs {
+		c := Candidate{ID: doc[docfmt.ID], Key: keyOf(doc)}
+		c.Job, c.Err = Claimable(doc)
+		out[i] = c
+	}
+	return out
+}
+
+// Claimable reads a candidate as a job, or says why it cannot be processed: every field
+// this library reads must have a type it can read (FromDocument), and the counters and
+// durations the claim and the outcome compute with must be there. A document that fails
+// (written by hand or by another tool) is never claimed, so it cannot block the jobs
+// behind it.
+func Claimable(doc map[string]any) (*job.Job, error) {
+	for _, f := range []string{docfmt.Priority, docfmt.Timeout, docfmt.RetryDelay, docfmt.RetryCount, docfmt.RetryMax, docfmt.ProcessCount} {
+		if _, ok := docfmt.Number(doc[f]); !ok {
+			return nil, fmt.Errorf("%w: field %q is %T %v, not a number", job.ErrInvalidDocument, f, doc[f], doc[f])
+		}
+	}
+	if _, ok := doc[docfmt.Log].([]any); !ok {
+		return nil, fmt.Errorf("%w: field %q is %T, not an array", job.ErrInvalidDocument, docfmt.Log, doc[docfmt.Log])
+	}
+	if _, ok := doc[docfmt.DateEnable].(time.Time); !ok {
+		return nil, fmt.Errorf("%w: field %q is %T %v, not a time", job.ErrInvalidDocument, docfmt.DateEnable, doc[docfmt.DateEnable], doc[docfmt.DateEnable])
+	}
+	return FromDocument(nil, doc)
+}
+
+// ClaimKey is a job's place in the claim index: the order in which claims take jobs.
+type ClaimKey struct {
+	Priority    float64
+	DateEnable  time.Time
+	DateCreated time.Time
+}
+
+// Compare orders two keys as the index does.
+func (a ClaimKey) Compare(b ClaimKey) int {
+	return cmp.Or(cmp.Compare(a.Priority, b.Priority),
+		a.DateEnable.Compare(b.DateEnable),
+		a.DateCreated.Compare(b.DateCreated))
+}
+
+// keyOf is the claim index key of a job document; the zero key for fields it cannot read.
+func keyOf(doc map[string]any) ClaimKey {
+	var k ClaimKey
+	k.Priority, _ = docfmt.Number(doc[docfmt.Priority])
+	k.DateEnable, _ = doc[docfmt.DateEnable].(time.Time)
+	k.DateCreated, _ = doc[docfmt.DateCreated].(time.Time)
+	return k
+}
+
+// KeyOf is the claim index key of a job.
+func KeyOf(j *job.Job) ClaimKey {
+	return ClaimKey{Priority: float64(j.Priority), DateEnable: j.DateEnable, DateCreated: j.DateCreated}
+}
