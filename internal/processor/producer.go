@@ -426,6 +426,12 @@ func (p *producer) claim(ctx context.Context, jobs []*job.Job, tokens map[string
 		p.lost = append(p.lost, ids...)
 		return 0, 0, err
 	}
+	// Run them in the order they were asked for: processing order.
+	order := make(map[string]int, len(ids))
+	for i, id := range ids {
+		order[id] = i
+	}
+	slices.SortFunc(res.Claimed, func(a, b *job.Job) int { return cmp.Compare(order[a.ID], order[b.ID]) })
 	p.mu.Lock()
 	for _, id := range ids {
 		delete(p.hints, id)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -197,13 +198,27 @@ func candidatesOf(docs []map[string]any) []Candidate {
 
 // Claimable reads a candidate as a job, or says why it cannot be processed: every field
 // this library reads must have a type it can read (FromDocument), and the counters and
-// durations the claim and the outcome compute with must be there. A document that fails
-// (written by hand or by another tool) is never claimed, so it cannot block the jobs
-// behind it.
+// durations the claim and the outcome compute with must be there, the counters whole
+// numbers that a claim can compare as they are stored. A document that fails (written by
+// hand or by another tool) is never claimed, so it cannot block the jobs behind it.
 func Claimable(doc map[string]any) (*job.Job, error) {
 	for _, f := range []string{docfmt.Priority, docfmt.Timeout, docfmt.RetryDelay, docfmt.RetryCount, docfmt.RetryMax, docfmt.ProcessCount} {
-		if _, ok := docfmt.Number(doc[f]); !ok {
+		n, ok := docfmt.Number(doc[f])
+		if !ok || math.IsNaN(n) || math.IsInf(n, 0) {
 			return nil, fmt.Errorf("%w: field %q is %T %v, not a number", job.ErrInvalidDocument, f, doc[f], doc[f])
+		}
+		if math.Abs(n) > maxSafeInt {
+			return nil, fmt.Errorf("%w: field %q is %v, beyond what a job can count", job.ErrInvalidDocument, f, n)
+		}
+	}
+	for _, f := range []string{docfmt.RetryCount, docfmt.ProcessCount} {
+		if n, _ := docfmt.Number(doc[f]); n != math.Trunc(n) || n < 0 {
+			return nil, fmt.Errorf("%w: field %q is %v, not a count", job.ErrInvalidDocument, f, n)
+		}
+	}
+	for _, f := range []string{docfmt.Timeout, docfmt.RetryDelay} {
+		if n, _ := docfmt.Number(doc[f]); n < 0 || n > maxMillis {
+			return nil, fmt.Errorf("%w: field %q is %v, not a duration in milliseconds", job.ErrInvalidDocument, f, n)
 		}
 	}
 	if _, ok := doc[docfmt.Log].([]any); !ok {
@@ -242,3 +257,10 @@ func keyOf(doc map[string]any) ClaimKey {
 func KeyOf(j *job.Job) ClaimKey {
 	return ClaimKey{Priority: float64(j.Priority), DateEnable: j.DateEnable, DateCreated: j.DateCreated}
 }
+
+// maxSafeInt is the largest integer a RethinkDB number (a float64) holds exactly, and
+// maxMillis the longest duration, in milliseconds, a time.Duration holds.
+const (
+	maxSafeInt = 1<<53 - 1
+	maxMillis  = float64(math.MaxInt64 / int64(time.Millisecond))
+)

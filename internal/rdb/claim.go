@@ -3,7 +3,6 @@ package rdb
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
@@ -39,8 +38,6 @@ type Claim struct {
 	At time.Time
 	// LeaseEnd is stored as dateEnable: when the run may be taken for a crashed one.
 	LeaseEnd time.Time
-	// Key orders the jobs the claim wins.
-	Key ClaimKey
 	// entry and trunc are the log entries the claim appends.
 	entry, trunc map[string]any
 }
@@ -52,7 +49,7 @@ func (t *Table) NewClaim(j *job.Job, at, leaseEnd time.Time) Claim {
 	e.Date = at
 	return Claim{
 		ID: j.ID, Status: j.Status, ProcessCount: j.ProcessCount, RetryCount: j.RetryCount,
-		At: at, LeaseEnd: leaseEnd, Key: KeyOf(j),
+		At: at, LeaseEnd: leaseEnd,
 		entry: LogDocument(e),
 		trunc: LogDocument(TruncatedLog(&claimed, t.QueueID, t.LimitJobLogs, job.Active)),
 	}
@@ -60,7 +57,7 @@ func (t *Table) NewClaim(j *job.Job, at, leaseEnd time.Time) Claim {
 
 // ClaimResult is what a claim write did.
 type ClaimResult struct {
-	// Claimed are the jobs the claim won, in processing order, attached to the store.
+	// Claimed are the jobs the claim won, attached to the store, in no particular order.
 	Claimed []*job.Job
 	// Unreadable are jobs the claim won whose stored document this library cannot read:
 	// they stay active, for the Master's review, and Errors says why, by id.
@@ -124,7 +121,6 @@ func (t *Table) Claim(ctx context.Context, s Store, claims []Claim) (ClaimResult
 	}
 	out := ClaimResult{}
 	won := make(map[string]bool, len(claims))
-	keys := make(map[*job.Job]ClaimKey, len(claims))
 	for _, ch := range res.Changes {
 		doc, _ := ch.NewValue.(map[string]any)
 		id, _ := doc[docfmt.ID].(string)
@@ -141,10 +137,8 @@ func (t *Table) Claim(ctx context.Context, s Store, claims []Claim) (ClaimResult
 			out.Unreadable[id] = err
 			continue
 		}
-		keys[j] = c.Key
 		out.Claimed = append(out.Claimed, j)
 	}
-	slices.SortStableFunc(out.Claimed, func(a, b *job.Job) int { return keys[a].Compare(keys[b]) })
 	for _, c := range claims {
 		if !won[c.ID] {
 			out.Missed = append(out.Missed, c.ID)

@@ -1,0 +1,166 @@
+package processor
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// fakeStore is a table in memory with the claim and outcome rules of internal/rdb, so
+// that the producer's decisions are tested without a server. Another queue's claims are
+// simulated by takenElsewhere.
+type fakeStore struct {
+	mu      sync.Mutex
+	queueID string
+	jobs    map[string]*job.Job
+	bad     []rdb.Candidate
+	// takenElsewhere makes every claim miss, as if another queue always came first.
+	takenElsewhere bool
+	workers        []string
+
+	reads  int // ReadCandidates calls
+	claims int // Claim calls
+	asked  []int
+	skips  [][]any
+}
+
+func newFakeStore(queueID string) *fakeStore {
+	return &fakeStore{queueID: queueID, jobs: make(map[string]*job.Job)}
+}
+
+// add puts a waiting job in the table, due at enable, with the given priority.
+func (s *fakeStore) add(p job.Priority, enable time.Time) *job.Job {
+	j := job.New(nil, job.Options{Priority: p})
+	j.Status, j.DateEnable = job.Waiting, enable
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.jobs[j.ID] = j
+	c := *j
+	return &c
+}
+
+func (s *fakeStore) ReadCandidates(_ context.Context, n int, skip rdb.Skip) (rdb.Candidates, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reads++
+	s.asked = append(s.asked, n)
+	s.skips = append(s.skips, skip.IDs)
+	now := time.Now()
+	var waiting []*job.Job
+	for _, j := range s.jobs {
+		if (j.Status == job.Waiting || j.Status == job.Failed) && !slices.Contains(skip.Names, j.Name) {
+			waiting = append(waiting, j)
+		}
+	}
+	slices.SortFunc(waiting, func(a, b *job.Job) int { return rdb.KeyOf(a).Compare(rdb.KeyOf(b)) })
+	var c rdb.Candidates
+	for _, b := range s.bad {
+		if !slices.Contains(skip.IDs, b.ID) && len(c.List) < n {
+			c.List = append(c.List, b)
+		}
+	}
+	for _, j := range waiting {
+		switch {
+		case j.DateEnable.After(now):
+			if c.NextDue.IsZero() || j.DateEnable.Before(c.NextDue) {
+				c.NextDue = j.DateEnable
+			}
+		case len(c.List) < n:
+			cp := *j
+			c.List = append(c.List, rdb.Candidate{ID: j.ID, Job: &cp, Key: rdb.KeyOf(j)})
+		}
+	}
+	if len(c.List) == n {
+		c.NextDue = time.Time{} // a full read does not look further, as rdb's
+	}
+	return c, nil
+}
+
+func (s *fakeStore) NewClaim(j *job.Job, at, leaseEnd time.Time) rdb.Claim {
+	return rdb.Claim{ID: j.ID, Status: j.Status, ProcessCount: j.ProcessCount, RetryCount: j.RetryCount,
+		At: at, LeaseEnd: leaseEnd}
+}
+
+func (s *fakeStore) Claim(_ context.Context, _ rdb.Store, claims []rdb.Claim) (rdb.ClaimResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.claims++
+	var res rdb.ClaimResult
+	now := time.Now()
+	for _, c := range claims {
+		j, ok := s.jobs[c.ID]
+		if !ok || s.takenElsewhere || j.Status != c.Status || j.ProcessCount != c.ProcessCount ||
+			j.RetryCount != c.RetryCount || j.DateEnable.After(now) {
+			res.Missed = append(res.Missed, c.ID)
+			continue
+		}
+		j.Status, j.ProcessCount, j.DateStarted, j.DateEnable, j.QueueID = job.Active, j.ProcessCount+1, c.At, c.LeaseEnd, s.queueID
+		cp := *j
+		res.Claimed = append(res.Claimed, &cp)
+	}
+	slices.Reverse(res.Claimed) // a server's changes come in no particular order
+	return res, nil
+}
+
+func (s *fakeStore) ReadClaimedHere(context.Context, rdb.Store, []string) ([]*job.Job, error) {
+	return nil, nil
+}
+
+func (s *fakeStore) Finish(_ context.Context, outs []rdb.Outcome) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var done []string
+	for _, o := range outs {
+		if j, ok := s.jobs[o.ID]; ok && j.Status == job.Active && j.ProcessCount == o.ProcessCount {
+			j.Status, j.DateFinished = o.Status, o.DateFinished
+			done = append(done, o.ID)
+		}
+	}
+	return done, nil
+}
+
+func (s *fakeStore) Landed(context.Context, []rdb.Outcome) ([]string, error) { return nil, nil }
+
+func (s *fakeStore) ReadStamps(context.Context, []string) (map[string]rdb.StampedDoc, error) {
+	return nil, nil
+}
+
+func (s *fakeStore) DeleteAny(context.Context, []string) error { return nil }
+
+func (s *fakeStore) TakeTokens(_ context.Context, _ string, want int) (int, time.Duration, error) {
+	return want, 0, nil
+}
+
+func (s *fakeStore) ReturnTokens(context.Context, string, int) error { return nil }
+
+func (s *fakeStore) RenewLeases(context.Context, map[string]int, time.Duration) error { return nil }
+
+func (s *fakeStore) PutWorker(context.Context, time.Time, int, int, time.Duration) error {
+	return nil
+}
+
+func (s *fakeStore) DeleteWorker(context.Context) error { return nil }
+
+func (s *fakeStore) Workers(context.Context) ([]rdb.WorkerEntry, error) {
+	out := make([]rdb.WorkerEntry, len(s.workers))
+	for i, w := range s.workers {
+		out[i] = rdb.WorkerEntry{QueueID: w}
+	}
+	return out, nil
+}
+
+func (s *fakeStore) counts() (reads, claims int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reads, s.claims
+}
+
+func (s *fakeStore) status(id string) job.Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.jobs[id].Status
+}

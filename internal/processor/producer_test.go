@@ -1,0 +1,266 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// harness is a processor on a fakeStore whose rounds the test drives one at a time: no
+// loop runs, and handlers hold their slot until release is closed.
+type harness struct {
+	p       *Processor
+	store   *fakeStore
+	release chan struct{}
+	open    sync.Once
+
+	mu     sync.Mutex
+	events []Event
+}
+
+const self = "host:db:q:1:self"
+
+func newHarness(t *testing.T, concurrency int, feed bool) *harness {
+	h := &harness{store: newFakeStore(self), release: make(chan struct{})}
+	h.p = New(Config{
+		Store:          h.store,
+		QueueID:        self,
+		Name:           "q",
+		Concurrency:    func() int { return concurrency },
+		Claiming:       func() bool { return true },
+		Ready:          func(context.Context) error { return nil },
+		Feed:           feed,
+		HandlerContext: context.Background,
+		LeaseEnd:       func(_ *job.Job, now time.Time) time.Time { return now.Add(time.Minute) },
+		Handler: func(ctx context.Context, _ *job.Job) (any, error) {
+			select {
+			case <-h.release:
+			case <-ctx.Done():
+			}
+			return nil, nil
+		},
+		Hooks: Hooks{Emit: func(e Event) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.events = append(h.events, e)
+		}},
+	})
+	t.Cleanup(func() {
+		h.open.Do(func() { close(h.release) })
+		h.p.svc.Cancel(errors.New("test over"))
+		h.p.exec.handlers.Wait()
+	})
+	return h
+}
+
+// of returns the ids of the events of type typ so far, in order.
+func (h *harness) of(typ string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var ids []string
+	for _, e := range h.events {
+		if e.Type == typ {
+			ids = append(ids, e.JobID)
+		}
+	}
+	return ids
+}
+
+// finishAll lets the runs end, and those to come run through, and waits until every slot
+// is free.
+func (h *harness) finishAll(t *testing.T) {
+	h.open.Do(func() { close(h.release) })
+	require.Eventually(t, func() bool { return h.p.exec.count() == 0 }, 5*time.Second, time.Millisecond)
+}
+
+func TestRoundClaimsTheFreeSlotsInPriorityOrder(t *testing.T) {
+	h := newHarness(t, 2, false)
+	past := time.Now().Add(-time.Second)
+	low := h.store.add(job.Low, past)
+	high := h.store.add(job.High, past)
+	h.store.add(job.Normal, past)
+	highest := h.store.add(job.Highest, past)
+
+	next := h.p.prod.round()
+
+	assert.Equal(t, []string{highest.ID, high.ID}, h.of(EventActive), "the two highest first")
+	assert.Equal(t, time.Duration(0), next, "a full read may leave more: go round again")
+	assert.Equal(t, []int{2}, h.store.asked, "as many as there are free slots")
+	assert.Equal(t, job.Waiting, h.store.status(low.ID))
+	assert.Equal(t, time.Duration(-1), h.p.prod.round(), "no slot free: wait for one")
+	reads, _ := h.store.counts()
+	assert.Equal(t, 1, reads, "a full queue reads nothing")
+}
+
+func TestRoundWaitsForTheNextDelayedJob(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		delay time.Duration
+	}{
+		{"soon", 300 * time.Millisecond},
+		{"later", 3 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, 5, false)
+			h.store.add(job.Normal, time.Now().Add(-time.Second))
+			h.store.add(job.Highest, time.Now().Add(tc.delay))
+			next := h.p.prod.round()
+			assert.Len(t, h.of(EventActive), 1, "the due job runs; the delayed one, of higher priority, does not hold it back")
+			assert.InDelta(t, float64(tc.delay), float64(next), float64(50*time.Millisecond), "wake when the delayed job falls due")
+		})
+	}
+}
+
+func TestAnEmptyQueueRaisesIdleOnceAndWaitsForAWake(t *testing.T) {
+	h := newHarness(t, 3, false)
+	assert.Equal(t, time.Duration(-1), h.p.prod.round())
+	assert.Equal(t, time.Duration(-1), h.p.prod.round())
+	assert.Len(t, h.of(EventIdle), 1, "idle once per stretch of idleness")
+}
+
+func TestAnIdleProducerClaimsHintsWithoutReading(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		feed      bool
+		wantReads int
+	}{
+		{"with the changefeed, hints suffice", true, 1},
+		{"without it, every round reads", false, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, 2, tc.feed)
+			h.p.prod.round() // short: the queue is idle
+			j := h.store.add(job.Normal, time.Now().Add(-time.Millisecond))
+			h.p.Hint(j, self)
+			h.p.prod.round()
+			reads, claims := h.store.counts()
+			assert.Equal(t, tc.wantReads, reads)
+			assert.Equal(t, 1, claims)
+			assert.Equal(t, []string{j.ID}, h.of(EventActive))
+		})
+	}
+}
+
+func TestAFreedSlotReadsOnlyWhenNoFeedTellsWhatCame(t *testing.T) {
+	for _, tc := range []struct {
+		feed, idle bool
+		wantRead   bool
+	}{
+		{feed: true, idle: true, wantRead: false},
+		{feed: true, idle: false, wantRead: true},
+		{feed: false, idle: true, wantRead: true},
+	} {
+		t.Run(fmt.Sprintf("feed=%v idle=%v", tc.feed, tc.idle), func(t *testing.T) {
+			h := newHarness(t, 1, tc.feed)
+			pr := h.p.prod
+			pr.readWanted, pr.idle = false, tc.idle
+			pr.slotFreed()
+			assert.Equal(t, tc.wantRead, pr.shouldRead(time.Now()))
+		})
+	}
+}
+
+func TestHintsWaitTheirTurn(t *testing.T) {
+	h := newHarness(t, 1, true)
+	h.p.prod.setPeers([]string{"a", "b", self}) // self is third
+	h.p.prod.round()                           // idle
+	j := h.store.add(job.Normal, time.Now().Add(-time.Millisecond))
+	h.p.Hint(j, "a") // a added it and runs jobs: a goes first, b second, self third
+	next := h.p.prod.round()
+	assert.Empty(t, h.of(EventActive), "not its turn yet")
+	assert.InDelta(t, float64(2*staggerStep), float64(next), float64(10*time.Millisecond))
+
+	h.p.Taken(j.ID) // a claimed it: the feed says so
+	assert.Equal(t, time.Duration(-1), h.p.prod.round(), "nothing left to wait for")
+	_, claims := h.store.counts()
+	assert.Zero(t, claims, "a job another queue took costs this one no claim")
+}
+
+func TestRank(t *testing.T) {
+	peers := []string{"a", "b", "c", self}
+	for _, tc := range []struct {
+		name  string
+		peers []string
+		by    string
+		want  func(n int) bool
+	}{
+		{"its own job goes first", peers, self, func(n int) bool { return n == 0 }},
+		{"behind the adder when the adder is a worker", peers, "b", func(n int) bool { return n == 2 }},
+		{"by the job's hash otherwise", peers, "node-queue", func(n int) bool { return n >= 0 && n < 4 }},
+		{"last when it is not a known worker", []string{"a", "b"}, "a", func(n int) bool { return n == 3 }},
+		{"alone", []string{self}, "x", func(n int) bool { return n == 0 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pr := newHarness(t, 1, true).p.prod
+			pr.setPeers(tc.peers)
+			got := pr.rank(tc.by, "0b7e3c2a-5f1d-4d8e-9a6b-3c2d1e0f9a8b")
+			assert.True(t, tc.want(got), "rank %d", got)
+		})
+	}
+	// Every worker computes the same first one for a job nobody among them added.
+	firsts := map[int]bool{}
+	for _, me := range peers {
+		h := newHarness(t, 1, true)
+		h.p.cfg.QueueID = me
+		h.p.prod.setPeers(peers)
+		firsts[(indexOf(peers, me)-h.p.prod.rank("node", "some-job")+len(peers))%len(peers)] = true
+	}
+	assert.Len(t, firsts, 1, "one queue goes first for a job")
+}
+
+func TestRoundsThatLoseEveryClaimBackOff(t *testing.T) {
+	h := newHarness(t, 2, false)
+	for range 4 {
+		h.store.add(job.Normal, time.Now().Add(-time.Second))
+	}
+	h.store.takenElsewhere = true
+	first := h.p.prod.round()
+	second := h.p.prod.round()
+	assert.Positive(t, first, "aim again after a pause, not at once")
+	assert.LessOrEqual(t, first, time.Millisecond)
+	assert.Greater(t, h.p.prod.contended, time.Millisecond, "the pause grows while every claim loses: %v", second)
+	h.store.takenElsewhere = false
+	assert.Equal(t, time.Duration(0), h.p.prod.round(), "a round that wins goes on at once")
+	assert.Zero(t, h.p.prod.contended)
+}
+
+func TestADocumentThatCannotBeProcessedIsReportedOnceAndLeftOut(t *testing.T) {
+	h := newHarness(t, 2, false)
+	bad := rdb.Candidate{ID: 42.0, Err: fmt.Errorf("%w: field \"timeout\" is string", job.ErrInvalidDocument)}
+	h.store.bad = []rdb.Candidate{bad}
+	good := h.store.add(job.Normal, time.Now().Add(-time.Second))
+
+	h.p.prod.round()
+	h.finishAll(t)
+	h.p.prod.wake(true)
+	h.p.prod.round()
+
+	assert.Equal(t, []string{"42"}, h.of(EventError), "reported once, by id")
+	assert.Equal(t, []string{good.ID}, h.of(EventActive), "the good job is not held back")
+	require.Len(t, h.store.skips, 2)
+	assert.Equal(t, []any{42.0}, h.store.skips[1], "left out of the next reads")
+}
+
+func TestAStaleHintMakesTheNextRoundRead(t *testing.T) {
+	h := newHarness(t, 2, true)
+	h.p.prod.round() // idle
+	j := h.store.add(job.Normal, time.Now().Add(-time.Second))
+	stale := *j
+	stale.ProcessCount = 7 // the hint saw another version of the job
+	h.p.Hint(&stale, self)
+	h.p.prod.round()
+	assert.Empty(t, h.of(EventActive))
+	h.p.prod.round()
+	reads, _ := h.store.counts()
+	assert.Equal(t, 2, reads, "the table says what is due after a hint went stale")
+	assert.Equal(t, []string{j.ID}, h.of(EventActive))
+}
