@@ -64,6 +64,7 @@ func main() {
 	cross := flag.String("cross", "", "idle worker process counts to measure cross-process add → start at, e.g. 1,8 (empty: none)")
 	crossN := flag.Int("cross-jobs", 200, "jobs added one at a time for -cross")
 	burst := flag.Int("burst", 1000, "jobs of the burst added onto the most -cross workers (0: none)")
+	scale := flag.String("scale", "", "finished-job counts to fill a table with and measure at, e.g. 0,100000,1000000 (empty: none)")
 	rounds := flag.Int("rounds", 1, "times to repeat each throughput measurement (the best is reported)")
 	childMode := flag.String("child", "", "internal: run as a worker process of a cross-process measurement")
 	childDB := flag.String("child-db", "", "internal: the worker's database")
@@ -111,6 +112,9 @@ func main() {
 	}
 	if *latencyN > 0 {
 		b.latencyRows(*latencyN)
+	}
+	if *scale != "" {
+		scaleRows(ctx, *addr, *scale, cpu)
 	}
 	if *cross != "" {
 		most := 0

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+	"github.com/rjqgo/rethinkdb-job-queue/queue"
+)
+
+// Users keep finished jobs for months: the scale measurement fills a queue's table with n
+// finished jobs in the Node format (completed, with a few cancelled and terminated, their
+// dateFinished spread over the last 30 days), then measures what must not grow with n:
+// Summary, processing at concurrency 50, processing while a retention pass removes the
+// jobs older than 7 days, and the worker's live heap.
+
+// scaleResult is what one table size measured.
+type scaleResult struct {
+	n                     int
+	summary               time.Duration
+	process, duringRemove float64
+	removed               int
+	removeTook            time.Duration
+	heapMiB               float64
+	serverCPUPerJob       string
+}
+
+// scaleJobs is how many jobs each processing measurement of -scale runs.
+const scaleJobs = 5000
+
+func measureScale(ctx context.Context, addr string, n int, cpu cpuMeter) (scaleResult, error) {
+	res := scaleResult{n: n}
+	_, db, drop, err := scratch(addr)
+	if err != nil {
+		return res, err
+	}
+	defer drop()
+	if err := fillFinished(ctx, addr, db, n); err != nil {
+		return res, fmt.Errorf("fill %d finished jobs: %w", n, err)
+	}
+	q, err := newQueue(ctx, addr, db, queue.Options{NoChangeFeed: true, Concurrency: 50, RemoveFinishedJobs: queue.KeepFinishedJobs})
+	if err != nil {
+		return res, err
+	}
+	defer q.Stop(context.Background())
+	var times []time.Duration
+	for range 5 {
+		start := time.Now()
+		if _, err := q.Summary(ctx); err != nil {
+			return res, err
+		}
+		times = append(times, time.Since(start))
+	}
+	slices.Sort(times)
+	res.summary = times[len(times)/2]
+
+	events := q.Events(ctx, queue.EventCompleted, queue.EventError)
+	if err := q.Process(func(context.Context, *job.Job) (any, error) { return nil, nil }); err != nil {
+		return res, err
+	}
+	cpuUsed := cpu.span()
+	if res.process, err = processBatch(ctx, q, events, scaleJobs); err != nil {
+		return res, err
+	}
+	res.serverCPUPerJob = perJob(cpuUsed(), scaleJobs)
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	res.heapMiB = float64(ms.HeapAlloc) / (1 << 20)
+
+	// A Queue Master on the same table that removes the jobs older than 7 days (about
+	// three quarters of those filled), while the worker processes another batch.
+	master, err := newMaster(ctx, addr, db, 7*24*time.Hour)
+	if err != nil {
+		return res, err
+	}
+	defer master.Stop(context.Background())
+	removed := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		rv, err := master.Review(ctx)
+		res.removed = rv.Removed
+		res.removeTook = time.Since(start)
+		removed <- err
+	}()
+	if res.duringRemove, err = processBatch(ctx, q, events, scaleJobs); err != nil {
+		return res, err
+	}
+	if err := <-removed; err != nil {
+		return res, fmt.Errorf("retention review: %w", err)
+	}
+	return res, nil
+}
+
+// newMaster opens a queue on db that reviews only when asked, removing finished jobs
+// older than keep.
+func newMaster(ctx context.Context, addr, db string, keep time.Duration) (*queue.Queue, error) {
+	host, port := splitAddr(addr)
+	q, err := queue.New(ctx, &queue.ConnectOptions{Host: host, Port: port, DB: db},
+		&queue.Options{DatabaseInitDelay: -1, MasterInterval: 24 * time.Hour, NoChangeFeed: true, RemoveFinishedJobs: keep})
+	if err != nil {
+		return nil, err
+	}
+	return q, q.Ready(ctx)
+}
+
+// processBatch adds n jobs to a processing queue, paused meanwhile, and returns the rate
+// at which they complete once it resumes.
+func processBatch(ctx context.Context, q *queue.Queue, events <-chan queue.Event, n int) (float64, error) {
+	jobs := make([]*job.Job, n)
+	for i := range jobs {
+		jobs[i] = q.CreateJob(i)
+	}
+	if err := q.Pause(ctx, false); err != nil {
+		return 0, err
+	}
+	if _, err := q.AddJob(ctx, jobs...); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	if err := q.Resume(ctx, false); err != nil {
+		return 0, err
+	}
+	deadline := time.After(10 * time.Minute)
+	for done := 0; done < n; {
+		select {
+		case e := <-events:
+			if e.Type == queue.EventError {
+				return 0, e.Err
+			}
+			done++
+		case <-deadline:
+			return 0, fmt.Errorf("%d of %d jobs done in 10 minutes", done, n)
+		}
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+// fillFinished inserts n finished jobs in the Node format into db's default queue table,
+// through a session of its own that is closed afterwards (the driver keeps the buffers
+// of big batches for the life of a session).
+func fillFinished(ctx context.Context, addr, db string, n int) error {
+	if n == 0 {
+		return nil
+	}
+	q, err := newQueue(ctx, addr, db, queue.Options{NoChangeFeed: true})
+	if err != nil {
+		return err
+	}
+	id := q.ID()
+	_ = q.Stop(ctx)
+	s, err := r.Connect(r.ConnectOpts{Address: addr, Timeout: 10 * time.Second})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	table := r.DB(db).Table(queue.DefaultName)
+	now := time.Now().UTC()
+	const batch = 2000
+	docs := make([]any, 0, batch)
+	for i := range n {
+		docs = append(docs, finishedDoc(id, now, i))
+		if len(docs) == batch || i == n-1 {
+			res, err := writeOne(ctx, s, table.Insert(docs, r.InsertOpts{Durability: "soft"}))
+			if err != nil {
+				return err
+			}
+			if res.Inserted != len(docs) {
+				return fmt.Errorf("inserted %d of %d", res.Inserted, len(docs))
+			}
+			docs = docs[:0]
+		}
+	}
+	return nil
+}
+
+// finishedDoc is a job that finished within the 30 days before now: mostly completed,
+// one in fifty cancelled and one in fifty terminated.
+func finishedDoc(queueID string, now time.Time, i int) map[string]any {
+	finished := now.Add(-time.Duration(rand.Int64N(int64(30 * 24 * time.Hour)))).Truncate(time.Millisecond)
+	j := job.New(map[string]any{"n": i}, job.DefaultOptions())
+	j.DateCreated = finished.Add(-2 * time.Second)
+	j.DateEnable = j.DateCreated
+	j.DateStarted = finished.Add(-time.Second)
+	j.DateFinished = finished
+	j.QueueID, j.ProcessCount, j.Progress = queueID, 1, 100
+	j.Status = job.Completed
+	switch i % 50 {
+	case 1:
+		j.Status = job.Cancelled
+	case 2:
+		j.Status, j.RetryCount = job.Terminated, j.RetryMax
+	}
+	for _, m := range []string{job.MessageAdded, job.MessageActive, job.MessageCompleted} {
+		e := rdb.NewLog(j, queueID, nil, m, job.Information, j.Status)
+		e.Date = finished
+		j.Log = append(j.Log, e)
+	}
+	return rdb.Document(j)
+}
+
+// scaleRows measures at each table size of list and prints a table of its own.
+func scaleRows(ctx context.Context, addr, list string, cpu cpuMeter) {
+	fmt.Printf("\n| finished jobs in the table | Summary | process C=50, jobs/s | server CPU/job | process during a retention pass, jobs/s | removed by it | its time | worker heap |\n")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- |")
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 {
+			log.Fatalf("-scale: want counts such as 0,100000, got %q", list)
+		}
+		res, err := measureScale(ctx, addr, n, cpu)
+		if err != nil {
+			log.Fatalf("scale %d: %v", n, err)
+		}
+		fmt.Printf("| %d | %s | %.0f | %s | %.0f | %d | %s | %.1f MiB |\n", res.n, ms(res.summary), res.process, res.serverCPUPerJob,
+			res.duringRemove, res.removed, res.removeTook.Round(time.Millisecond), res.heapMiB)
+	}
+}
