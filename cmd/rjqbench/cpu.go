@@ -43,6 +43,23 @@ func (m cpuMeter) span() func() time.Duration {
 	return func() time.Duration { return m.used() - start }
 }
 
+// settle waits, for up to 30 s, until the server is quiet: less than 5 % of a core over a
+// quarter of a second. A dropped database is deleted in the background, and its work
+// must not count against the next measurement.
+func (m cpuMeter) settle() {
+	if m.pid == 0 {
+		return
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		used := m.span()
+		time.Sleep(250 * time.Millisecond)
+		if used() <= 2*clockTick {
+			return
+		}
+	}
+}
+
 // perJob is the CPU per job, in milliseconds, or "" when nothing was measured.
 func perJob(cpu time.Duration, n int) string {
 	if cpu == 0 || n == 0 {

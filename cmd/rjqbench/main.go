@@ -31,6 +31,7 @@ import (
 	"log"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,6 +39,7 @@ import (
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/wirecount"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
@@ -64,18 +66,31 @@ func main() {
 	cross := flag.String("cross", "", "idle worker process counts to measure cross-process add → start at, e.g. 1,8 (empty: none)")
 	crossN := flag.Int("cross-jobs", 200, "jobs added one at a time for -cross")
 	burst := flag.Int("burst", 1000, "jobs of the burst added onto the most -cross workers (0: none)")
+	queries := flag.String("queries", "", "batch sizes to compare the library's queries with the floor's at, query by query, e.g. 10,50 (empty: none)")
 	scale := flag.String("scale", "", "finished-job counts to fill a table with and measure at, e.g. 0,100000,1000000 (empty: none)")
 	rounds := flag.Int("rounds", 1, "times to repeat each throughput measurement (the best is reported)")
 	childMode := flag.String("child", "", "internal: run as a worker process of a cross-process measurement")
 	childDB := flag.String("child-db", "", "internal: the worker's database")
 	childC := flag.Int("child-concurrency", 1, "internal: the worker's concurrency")
+	cpuProfile := flag.String("cpuprofile", "", "write this process's CPU profile to the file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if *childMode != "" {
 		childMain(*childMode, *addr, *childDB, *childC)
 		return
 	}
 	ctx := context.Background()
 	cpu := cpuMeter{pid: *serverPID}
+	serverCPU = cpu
 	b := bench{ctx: ctx, addr: *addr, cpu: cpu, rounds: *rounds, floor: *floor}
 	if *node {
 		var err error
@@ -112,6 +127,16 @@ func main() {
 	}
 	if *latencyN > 0 {
 		b.latencyRows(*latencyN)
+	}
+	for _, k := range strings.Split(*queries, ",") {
+		if k == "" {
+			continue
+		}
+		n, err := strconv.Atoi(k)
+		if err != nil || n < 1 {
+			log.Fatalf("-queries: want batch sizes such as 10,50, got %q", *queries)
+		}
+		queryRows(ctx, *addr, n, max(20, 2000/n), cpu)
 	}
 	if *scale != "" {
 		scaleRows(ctx, *addr, *scale, cpu)
@@ -234,8 +259,13 @@ func ratio(a, b float64) string {
 	return fmt.Sprintf("%.2f×", a/b)
 }
 
+// serverCPU measures the server's CPU, when its pid was given; scratch waits for the
+// server to settle before each measurement with it.
+var serverCPU cpuMeter
+
 // scratch opens a session and a fresh database name, and returns a function that drops it.
 func scratch(addr string) (*r.Session, string, func(), error) {
+	serverCPU.settle()
 	s, err := r.Connect(r.ConnectOpts{Address: addr, Timeout: 10 * time.Second})
 	if err != nil {
 		return nil, "", nil, err
@@ -285,6 +315,7 @@ func measureProcess(ctx context.Context, addr string, concurrency, n int, cpu cp
 		return result{}, err
 	}
 	events := q.Events(ctx, queue.EventCompleted, queue.EventError)
+	reads, claims, finishes := proxy.Tally(rdb.IndexClaim), proxy.Tally(`"always"`), proxy.Tally(`"dateFinished"`)
 	proxy.Reset()
 	cpuUsed := cpu.span()
 	start := time.Now()
@@ -304,6 +335,10 @@ func measureProcess(ctx context.Context, addr string, concurrency, n int, cpu cp
 		}
 	}
 	elapsed := time.Since(start)
+	if os.Getenv("RJQBENCH_KINDS") != "" {
+		fmt.Fprintf(os.Stderr, "c=%d: jobs per read %.1f, per claim %.1f, per outcome write %.1f\n", concurrency,
+			float64(n)/float64(reads.Count()), float64(n)/float64(claims.Count()), float64(n)/float64(finishes.Count()))
+	}
 	return result{jobsPerSec: float64(n) / elapsed.Seconds(), queriesPerJob: float64(proxy.Queries()) / float64(n), cpu: cpuUsed(), jobs: n}, nil
 }
 

@@ -116,9 +116,15 @@ func (c *completer) write(outs []*outcome) error {
 	p := c.p
 	ctx, cancel := context.WithTimeout(p.hard, writeTimeout)
 	defer cancel()
+	// The outcomes written for the first time are stamped with this write's time, so
+	// that they share one update (see rdb.Outcome); a retry keeps the stamp it had.
+	at := now()
 	writes := make([]rdb.Outcome, len(outs))
 	retried := false
 	for i, o := range outs {
+		if o.tries == 0 {
+			o.write.DateFinished, o.write.Entry.Date, o.write.Trunc.Date = at, at, at
+		}
 		writes[i] = o.write
 		retried = retried || o.tries > 0
 	}

@@ -120,15 +120,24 @@ func (e *executor) failed(rn *run, err error) *outcome {
 // transition is the outcome that applies t to the run's job.
 func (e *executor) transition(rn *run, t rdb.Transition, entry job.LogEntry, at time.Time, event string) *outcome {
 	enable, retries, progress := t.DateEnable, t.RetryCount, t.Progress
+	w := rdb.Outcome{
+		ID: rn.claimed.ID, ProcessCount: rn.claimed.ProcessCount,
+		Status: t.Status, DateFinished: at, Progress: &progress,
+		Entry:  entry,
+		Trunc:  rdb.TruncatedLog(&rn.claimed, e.p.cfg.QueueID, e.p.cfg.LimitJobLogs, t.Status),
+		LogLen: len(rn.claimed.Log),
+	}
+	// Only what changes is written: the fewer values outcomes differ in, the more of
+	// them share one update (see rdb.Table.Finish).
+	if !enable.Equal(rn.claimed.DateEnable) {
+		w.DateEnable = &enable
+	}
+	if retries != rn.claimed.RetryCount {
+		w.RetryCount = &retries
+	}
 	return &outcome{
-		rn: rn,
-		write: rdb.Outcome{
-			ID: rn.claimed.ID, ProcessCount: rn.claimed.ProcessCount,
-			Status: t.Status, DateFinished: at,
-			DateEnable: &enable, RetryCount: &retries, Progress: &progress,
-			Entry: entry,
-			Trunc: rdb.TruncatedLog(&rn.claimed, e.p.cfg.QueueID, e.p.cfg.LimitJobLogs, t.Status),
-		},
+		rn:        rn,
+		write:     w,
 		event:     event,
 		repeating: t.Repeating,
 		finished:  t.Status.Finished(),
@@ -145,8 +154,9 @@ func (e *executor) cancelled(rn *run, reason string) *outcome {
 		write: rdb.Outcome{
 			ID: rn.claimed.ID, ProcessCount: rn.claimed.ProcessCount,
 			Status: job.Cancelled, DateFinished: at,
-			Entry: entry,
-			Trunc: rdb.TruncatedLog(&rn.claimed, e.p.cfg.QueueID, e.p.cfg.LimitJobLogs, job.Cancelled),
+			Entry:  entry,
+			Trunc:  rdb.TruncatedLog(&rn.claimed, e.p.cfg.QueueID, e.p.cfg.LimitJobLogs, job.Cancelled),
+			LogLen: len(rn.claimed.Log),
 		},
 		event:    EventCancelled,
 		finished: true,

@@ -87,18 +87,22 @@ func TestRoundClaimsTheFreeSlotsInPriorityOrder(t *testing.T) {
 	past := time.Now().Add(-time.Second)
 	low := h.store.add(job.Low, past)
 	high := h.store.add(job.High, past)
-	h.store.add(job.Normal, past)
+	normal := h.store.add(job.Normal, past)
 	highest := h.store.add(job.Highest, past)
 
 	next := h.p.prod.round()
 
 	assert.Equal(t, []string{highest.ID, high.ID}, h.of(EventActive), "the two highest first")
-	assert.Equal(t, time.Duration(0), next, "a full read may leave more: go round again")
-	assert.Equal(t, []int{2}, h.store.asked, "as many as there are free slots")
+	assert.Equal(t, time.Duration(-1), next, "every slot taken: wait for one")
+	assert.Equal(t, []int{8}, h.store.asked, "a read takes a few rounds' worth")
 	assert.Equal(t, job.Waiting, h.store.status(low.ID))
 	assert.Equal(t, time.Duration(-1), h.p.prod.round(), "no slot free: wait for one")
+
+	h.finishAll(t)
+	h.p.prod.round()
+	assert.Equal(t, []string{highest.ID, high.ID, normal.ID, low.ID}, h.of(EventActive), "then the rest, in order")
 	reads, _ := h.store.counts()
-	assert.Equal(t, 1, reads, "a full queue reads nothing")
+	assert.Equal(t, 1, reads, "from what the first read found")
 }
 
 func TestRoundWaitsForTheNextDelayedJob(t *testing.T) {
@@ -164,7 +168,7 @@ func TestAFreedSlotReadsOnlyWhenNoFeedTellsWhatCame(t *testing.T) {
 			pr := h.p.prod
 			pr.readWanted, pr.idle = false, tc.idle
 			pr.slotFreed()
-			assert.Equal(t, tc.wantRead, pr.shouldRead(time.Now()))
+			assert.Equal(t, tc.wantRead, pr.shouldRead(time.Now(), 1))
 		})
 	}
 }
@@ -172,7 +176,7 @@ func TestAFreedSlotReadsOnlyWhenNoFeedTellsWhatCame(t *testing.T) {
 func TestHintsWaitTheirTurn(t *testing.T) {
 	h := newHarness(t, 1, true)
 	h.p.prod.setPeers([]string{"a", "b", self}) // self is third
-	h.p.prod.round()                           // idle
+	h.p.prod.round()                            // idle
 	j := h.store.add(job.Normal, time.Now().Add(-time.Millisecond))
 	h.p.Hint(j, "a") // a added it and runs jobs: a goes first, b second, self third
 	next := h.p.prod.round()
@@ -229,7 +233,8 @@ func TestRoundsThatLoseEveryClaimBackOff(t *testing.T) {
 	assert.LessOrEqual(t, first, time.Millisecond)
 	assert.Greater(t, h.p.prod.contended, time.Millisecond, "the pause grows while every claim loses: %v", second)
 	h.store.takenElsewhere = false
-	assert.Equal(t, time.Duration(0), h.p.prod.round(), "a round that wins goes on at once")
+	h.p.prod.round()
+	assert.Len(t, h.of(EventActive), 2, "a round that wins claims at once")
 	assert.Zero(t, h.p.prod.contended)
 }
 

