@@ -21,18 +21,25 @@
 //
 // # Processing
 //
-// Process runs a Handler on the queue's jobs, up to Concurrency at once, until Stop. One
-// loop per queue sends every claim and outcome write, one query at a time: the outcomes of
-// the jobs that finished since the last write and the claim of due jobs for every free
-// slot travel in one update (one flush), each outcome guarded by ownership (the job is
-// still active in the run that claimed it) and each claim by a conditional update, so no
-// job goes to two handlers, whatever number of processes compete. Jobs are taken highest
-// priority first, then oldest dateEnable, then oldest dateCreated. The loop goes round
-// when slots free (waiting up to 2 ms for jobs that finish together, so that they share
-// one write), when this queue adds or reanimates a job, when another queue adds one
-// (through the changefeed), after a review, and when the next delayed job falls due: an
-// idle queue wakes itself for it, with no review needed. How this was measured, and what
-// it costs, is in docs/performance.md.
+// Process runs a Handler on the queue's jobs, up to Concurrency at once, until Stop, in
+// three parts (internal/processor): a producer claims due jobs for the free slots, an
+// executor runs each with its context and timeout, and a completer writes the outcomes.
+// Claims and outcome writes go to the server at the same time, each in batches: one
+// update claims every job a round takes, as a compare-and-set per job (it is still as it
+// was read, and due), so no job goes to two handlers, whatever number of processes
+// compete; one update writes the outcomes of the runs that ended meanwhile, each guarded
+// by ownership (the job is still active in the run that claimed it). Jobs are taken
+// highest priority first, then oldest dateEnable, then oldest dateCreated.
+//
+// A busy queue reads the table once every few rounds: a read takes up to four times the
+// concurrency, and the rounds that follow claim from what it found while it is fresh (half
+// a second). An idle queue reads nothing until a job comes: a job this queue adds, or one
+// that another process adds or enables (learned from the changefeed), is claimed by id
+// within milliseconds. When several idle queues (processes) see the same job on their
+// feeds, they take turns by rank among the table's live workers (Workers), so that one
+// added job costs one claim, not one per queue. An idle queue also wakes itself when its
+// next delayed job falls due, with no review needed. How this was measured, and what it
+// costs, is in docs/performance.md.
 //
 // A job's handler gets a context that ends when the job is cancelled (here or in another
 // process), when its timeout passes (the job is failed then), or when Stop gives up

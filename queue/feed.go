@@ -8,6 +8,7 @@ import (
 
 	"github.com/rjqgo/rethinkdb-job-queue/changefeed"
 	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/processor"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
@@ -136,10 +137,12 @@ func (q *Queue) onChange(c changefeed.Change) {
 	}
 }
 
-// hintOrTake tells the processor of a job that another queue made claimable (it may
-// claim it by id, without reading the table), or that is claimable no more.
+// hintOrTake tells the processor of a job that another queue left claimable, waiting or
+// failed (it may claim it by id, without reading the table), or that is claimable no
+// more.
 func (q *Queue) hintOrTake(p *processor.Processor, act changefeed.Action, doc map[string]any) {
-	if !act.Claimable {
+	status, _ := doc[docfmt.Status].(string)
+	if status != string(job.Waiting) && status != string(job.Failed) {
 		p.Taken(act.JobID)
 		return
 	}

@@ -35,6 +35,7 @@ func childMain(mode, addr, db string, concurrency int) {
 	}
 	defer proxy.Close()
 	claimReads := proxy.Tally(rdb.IndexClaim)
+	claimWrites, finishes := proxy.Tally(`"always"`), proxy.Tally(`"dateFinished"`)
 	out := bufio.NewWriter(os.Stdout)
 	var mu sync.Mutex
 	say := func(format string, args ...any) {
@@ -48,12 +49,13 @@ func childMain(mode, addr, db string, concurrency int) {
 	if err != nil {
 		log.Fatalf("child: %v", err)
 	}
-	in := bufio.NewReader(os.Stdin)
-	say("ready")
-	if _, err := in.ReadString('\n'); err != nil {
-		log.Fatalf("child: %v", err)
+	// The worker processes, and so registers in the table's workers, before the parent
+	// starts measuring; in process mode paused until then, with the jobs already added.
+	if mode == "process" {
+		if err := q.Pause(ctx, false); err != nil {
+			log.Fatalf("child: %v", err)
+		}
 	}
-	proxy.Reset()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	handler := func(_ context.Context, j *job.Job) (any, error) {
@@ -87,10 +89,24 @@ func childMain(mode, addr, db string, concurrency int) {
 	if err := q.Process(handler); err != nil {
 		log.Fatalf("child: %v", err)
 	}
+	in := bufio.NewReader(os.Stdin)
+	say("ready")
+	if _, err := in.ReadString('\n'); err != nil {
+		log.Fatalf("child: %v", err)
+	}
+	proxy.Reset()
+	if mode == "process" {
+		if err := q.Resume(ctx, false); err != nil {
+			log.Fatalf("child: %v", err)
+		}
+	}
 	_, _ = io.Copy(io.Discard, in) // until the parent closes stdin
 	close(stop)
 	wg.Wait()
 	total, reads := proxy.Queries(), claimReads.Count()
+	if kindsWanted {
+		fmt.Fprintf(os.Stderr, "child %d: %d queries, %d reads, %d claims, %d outcome writes\n", os.Getpid(), total, reads, claimWrites.Count(), finishes.Count())
+	}
 	_ = q.Stop(ctx)
 	say("queries %d %d", total, reads)
 }
@@ -112,7 +128,11 @@ func startChildren(n int, mode, addr, db string, concurrency int) ([]*child, err
 	}
 	children := make([]*child, 0, n)
 	for range n {
-		cmd := exec.Command(exe, "-child", mode, "-addr", addr, "-child-db", db, "-child-concurrency", strconv.Itoa(concurrency))
+		args := []string{"-child", mode, "-addr", addr, "-child-db", db, "-child-concurrency", strconv.Itoa(concurrency)}
+		if kindsWanted {
+			args = append(args, "-kinds")
+		}
+		cmd := exec.Command(exe, args...)
 		cmd.Stderr = os.Stderr
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
@@ -149,6 +169,9 @@ func startChildren(n int, mode, addr, db string, concurrency int) ([]*child, err
 			return children, fmt.Errorf("child did not get ready in a minute")
 		}
 	}
+	// Workers learn of each other from the table of workers, which their heartbeats
+	// write and read within the first second (see internal/processor/heartbeat.go).
+	time.Sleep(1500 * time.Millisecond)
 	return children, nil
 }
 

@@ -16,12 +16,18 @@ import (
 // must do per job, on the same server, documents and indexes as the library: it tells
 // what the server allows, so that the library's figures mean something beside it.
 //
-// Each round reads k candidate ids in order from the claim index (readMode outdated),
+// Each round reads k candidate ids in processing order from the library's claim index
+// (readMode outdated; that order is the index's descending one, see dbinit.IndexClaim),
 // claims them with one guarded update that returns the changes (status active,
 // dateStarted, processCount + 1, one log entry), and finishes the ones it won with one
 // guarded update (status completed, dateFinished, progress 100, one log entry). Every
 // write is checked to have written what it claims: a guard that matches nothing makes a
 // write look cheap.
+
+// floorQueueID stamps the floor's log entries: a queue id of the length every queue of
+// this format writes into each entry (hostname:db:queue:pid:uuid), so that the floor's
+// documents grow as the library's do.
+var floorQueueID = "floorhost:rjqbench_000000:rjqJobList:12345:" + "00000000-0000-4000-8000-000000000000"
 
 // floorProcess runs the floor loop with batch k over n jobs that the library added.
 func floorProcess(ctx context.Context, addr string, k, n int, cpu cpuMeter) (result, error) {
@@ -36,8 +42,8 @@ func floorProcess(ctx context.Context, addr string, k, n int, cpu cpuMeter) (res
 	table := r.DB(db).Table(queue.DefaultName)
 	read := r.DB(db).Table(queue.DefaultName, r.TableOpts{ReadMode: "outdated"})
 	var none job.Job
-	claimEntry := rdb.LogDocument(rdb.WithoutData(rdb.NewLog(&none, "floor", nil, job.MessageActive, job.Information, job.Active)))
-	doneEntry := rdb.LogDocument(rdb.WithDuration(rdb.NewLog(&none, "floor", nil, job.MessageCompleted, job.Information, job.Completed), time.Millisecond))
+	claimEntry := rdb.LogDocument(rdb.WithoutData(rdb.NewLog(&none, floorQueueID, nil, job.MessageActive, job.Information, job.Active)))
+	doneEntry := rdb.LogDocument(rdb.WithDuration(rdb.NewLog(&none, floorQueueID, nil, job.MessageCompleted, job.Information, job.Completed), time.Millisecond))
 	lo := []any{r.MinVal, r.MinVal, r.MinVal, r.MinVal}
 	hi := []any{r.MaxVal, r.MaxVal, r.MaxVal, r.MaxVal}
 
@@ -45,7 +51,7 @@ func floorProcess(ctx context.Context, addr string, k, n int, cpu cpuMeter) (res
 	start := time.Now()
 	for done := 0; done < n; {
 		var ids []string
-		term := read.Between(lo, hi, r.BetweenOpts{Index: rdb.IndexClaim}).OrderBy(r.OrderByOpts{Index: rdb.IndexClaim}).Limit(k).Field("id")
+		term := read.Between(lo, hi, r.BetweenOpts{Index: rdb.IndexClaim}).OrderBy(r.OrderByOpts{Index: r.Desc(rdb.IndexClaim)}).Limit(k).Field("id")
 		if err := readAll(ctx, s, term, &ids); err != nil {
 			return result{}, fmt.Errorf("floor read: %w", err)
 		}

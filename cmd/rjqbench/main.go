@@ -72,6 +72,7 @@ func main() {
 	childMode := flag.String("child", "", "internal: run as a worker process of a cross-process measurement")
 	childDB := flag.String("child-db", "", "internal: the worker's database")
 	childC := flag.Int("child-concurrency", 1, "internal: the worker's concurrency")
+	flag.BoolVar(&kindsWanted, "kinds", false, "print how many jobs each read, claim and outcome write took (on stderr)")
 	cpuProfile := flag.String("cpuprofile", "", "write this process's CPU profile to the file")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -259,6 +260,9 @@ func ratio(a, b float64) string {
 	return fmt.Sprintf("%.2f×", a/b)
 }
 
+// kindsWanted asks the processing measurements to say how big their queries were.
+var kindsWanted bool
+
 // serverCPU measures the server's CPU, when its pid was given; scratch waits for the
 // server to settle before each measurement with it.
 var serverCPU cpuMeter
@@ -282,6 +286,8 @@ func newQueue(ctx context.Context, addr, db string, opts queue.Options) (*queue.
 	host, port := splitAddr(addr)
 	opts.DatabaseInitDelay = -1
 	opts.MasterInterval = -1
+	// The measurements count events: none may be dropped while the reader is behind.
+	opts.EventBuffer = 1 << 16
 	q, err := queue.New(ctx, &queue.ConnectOptions{Host: host, Port: port, DB: db}, &opts)
 	if err != nil {
 		return nil, err
@@ -331,11 +337,12 @@ func measureProcess(ctx context.Context, addr string, concurrency, n int, cpu cp
 			}
 			done++
 		case <-deadline:
-			return result{}, fmt.Errorf("%d of %d jobs done in 10 minutes", done, n)
+			s, err := q.Summary(ctx)
+			return result{}, fmt.Errorf("%d of %d jobs done in 10 minutes (%d events dropped; %+v %v)", done, n, q.DroppedEvents(), s, err)
 		}
 	}
 	elapsed := time.Since(start)
-	if os.Getenv("RJQBENCH_KINDS") != "" {
+	if kindsWanted {
 		fmt.Fprintf(os.Stderr, "c=%d: jobs per read %.1f, per claim %.1f, per outcome write %.1f\n", concurrency,
 			float64(n)/float64(reads.Count()), float64(n)/float64(claims.Count()), float64(n)/float64(finishes.Count()))
 	}

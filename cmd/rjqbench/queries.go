@@ -89,15 +89,15 @@ func floorQueries(_ *queue.Queue, s *r.Session, db string) loopQueries {
 	table := r.DB(db).Table(queue.DefaultName)
 	read := r.DB(db).Table(queue.DefaultName, r.TableOpts{ReadMode: "outdated"})
 	var none job.Job
-	claimEntry := rdb.LogDocument(rdb.WithoutData(rdb.NewLog(&none, "floor", nil, job.MessageActive, job.Information, job.Active)))
-	doneEntry := rdb.LogDocument(rdb.WithDuration(rdb.NewLog(&none, "floor", nil, job.MessageCompleted, job.Information, job.Completed), time.Millisecond))
+	claimEntry := rdb.LogDocument(rdb.WithoutData(rdb.NewLog(&none, floorQueueID, nil, job.MessageActive, job.Information, job.Active)))
+	doneEntry := rdb.LogDocument(rdb.WithDuration(rdb.NewLog(&none, floorQueueID, nil, job.MessageCompleted, job.Information, job.Completed), time.Millisecond))
 	lo := []any{r.MinVal, r.MinVal, r.MinVal, r.MinVal}
 	hi := []any{r.MaxVal, r.MaxVal, r.MaxVal, r.MaxVal}
 	return loopQueries{
 		name: "floor",
 		read: func(ctx context.Context, k int) ([]*job.Job, error) {
 			var ids []string
-			err := readAll(ctx, s, read.Between(lo, hi, r.BetweenOpts{Index: rdb.IndexClaim}).OrderBy(r.OrderByOpts{Index: rdb.IndexClaim}).Limit(k).Field("id"), &ids)
+			err := readAll(ctx, s, read.Between(lo, hi, r.BetweenOpts{Index: rdb.IndexClaim}).OrderBy(r.OrderByOpts{Index: r.Desc(rdb.IndexClaim)}).Limit(k).Field("id"), &ids)
 			jobs := make([]*job.Job, len(ids))
 			for i, id := range ids {
 				jobs[i] = &job.Job{ID: id}

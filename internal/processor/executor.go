@@ -181,12 +181,18 @@ func (e *executor) count() int {
 }
 
 // running returns the runs' jobs: id → the processCount of their claim.
-func (e *executor) running() map[string]int {
+func (e *executor) running() map[string]int { return e.startedBefore(time.Time{}) }
+
+// startedBefore returns the jobs of the runs claimed before t (all when t is zero): id →
+// the processCount of their claim.
+func (e *executor) startedBefore(t time.Time) map[string]int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	out := make(map[string]int, len(e.runs))
 	for rn := range e.runs {
-		out[rn.claimed.ID] = rn.claimed.ProcessCount
+		if t.IsZero() || rn.claimed.DateStarted.Before(t) {
+			out[rn.claimed.ID] = rn.claimed.ProcessCount
+		}
 	}
 	return out
 }

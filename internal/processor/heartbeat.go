@@ -53,13 +53,15 @@ func (p *Processor) heartbeat() {
 func (p *Processor) beat(started time.Time) error {
 	ctx, cancel := context.WithTimeout(p.hard, p.cfg.Heartbeat)
 	defer cancel()
-	running := p.exec.running()
-	if len(running) > 0 {
-		if err := p.cfg.Store.RenewLeases(ctx, running, p.cfg.Heartbeat+leaseMargin); err != nil {
+	// A run claimed less than half a period ago holds a lease that outlasts the next beat
+	// by the margin: only older ones are renewed, so that a busy queue of short jobs
+	// rewrites none.
+	if old := p.exec.startedBefore(time.Now().Add(-p.cfg.Heartbeat / 2)); len(old) > 0 {
+		if err := p.cfg.Store.RenewLeases(ctx, old, p.cfg.Heartbeat+leaseMargin); err != nil {
 			return fmt.Errorf("renew leases: %w", err)
 		}
 	}
-	if err := p.cfg.Store.PutWorker(ctx, started, len(running), p.cfg.Concurrency(), p.cfg.Heartbeat); err != nil {
+	if err := p.cfg.Store.PutWorker(ctx, started, p.exec.count(), p.cfg.Concurrency(), p.cfg.Heartbeat); err != nil {
 		return fmt.Errorf("worker entry: %w", err)
 	}
 	workers, err := p.cfg.Store.Workers(ctx)

@@ -277,16 +277,17 @@ func (p *producer) round() time.Duration {
 			return p.failed(err)
 		}
 		more = len(c.List) == want
-		found = p.usable(c.List)
 		nextRead = c.NextDue
 		p.mu.Lock()
 		p.idle = !more
 		p.mu.Unlock()
-		if len(found) > free {
-			p.buf, p.bufAt = found[free:], now
-			found = found[:free]
+		mine, theirs := p.share(p.usable(c.List))
+		found = mine[:min(free, len(mine))]
+		if len(mine) > free {
+			p.buf, p.bufAt = mine[free:], now
 		} else {
 			p.buf = nil
+			found = append(found, theirs[:min(free-len(found), len(theirs))]...)
 		}
 	} else {
 		found = p.known(now, free, names)
@@ -347,13 +348,37 @@ const bufferAge = 500 * time.Millisecond
 // maxPrefetch bounds the jobs one read takes.
 const maxPrefetch = 1000
 
-// prefetch is how many jobs a read for free slots takes: a few rounds' worth. On a real
-// RethinkDB an ordered read of the claim index costs nearly as much for a thousand jobs as
-// for ten once jobs have been claimed from it (measured on 2.4.4: 95 ms of server CPU for
-// 50 or 500 entries of an index of 8,000 whose first 8,000 had been claimed), so the
-// rounds that follow claim from what one read found.
+// prefetch is how many jobs a read for free slots takes: a few rounds' worth, for this
+// queue and for each of the table's other workers (see share), so that the rounds that
+// follow claim from what one read found.
 func (p *producer) prefetch(free int) int {
-	return max(free, min(4*p.p.cfg.Concurrency(), maxPrefetch))
+	p.mu.Lock()
+	workers := max(len(p.peers), 1)
+	p.mu.Unlock()
+	return max(free, min(4*p.p.cfg.Concurrency()*workers, maxPrefetch))
+}
+
+// share splits jobs a read found, in order, into this queue's share and the others'.
+// Workers that read the table together find the same jobs; if each claimed the first
+// ones, all but one would lose every claim, round after round. Each job belongs to one
+// of the table's live workers, by its id's hash (as hints do), and each worker claims its
+// own first, then the others' for the slots its own do not fill: a worker that died, or
+// is full, holds nothing back.
+func (p *producer) share(jobs []*job.Job) (mine, theirs []*job.Job) {
+	p.mu.Lock()
+	n, me := len(p.peers), indexOf(p.peers, p.p.cfg.QueueID)
+	p.mu.Unlock()
+	if n < 2 || me < 0 {
+		return jobs, nil
+	}
+	for _, j := range jobs {
+		if int(fnv32(j.ID)%uint32(n)) == me {
+			mine = append(mine, j)
+		} else {
+			theirs = append(theirs, j)
+		}
+	}
+	return mine, theirs
 }
 
 // next records when a read falls due and returns the wait until the next round: the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -21,8 +22,9 @@ import (
 // What the read costs on a real RethinkDB is its index range reads, not its round trips
 // (shared/notes/rethinkdb-facts.md), so:
 //
-//   - Candidates are read through IndexClaim, whose keys never tie, so a range read stops
-//     at what it takes however many jobs were added in the same millisecond.
+//   - Candidates are read through IndexClaim, in its descending order (see it for why),
+//     whose keys never tie, so a range read stops at what it takes however many jobs were
+//     added in the same millisecond.
 //   - The common case is one streamed range read: the head of the whole index in priority
 //     order, at most headSize entries, filtered to the due jobs and cut at the free slots.
 //   - Only when that comes back short (fewer due jobs than free slots: the queue is not
@@ -49,14 +51,21 @@ func (t *Table) readTable() r.Term {
 	return r.DB(t.DB).Table(t.Name, r.TableOpts{ReadMode: "outdated"})
 }
 
-// claimRange is the claim index between lo and hi, in index order.
+// claimRange is the claim index between lo and hi, in processing order: the index's
+// descending order (see IndexClaim).
 func (t *Table) claimRange(lo, hi []any) r.Term {
-	return t.readTable().Between(lo, hi, r.BetweenOpts{Index: IndexClaim, RightBound: "closed"}).OrderBy(r.OrderByOpts{Index: IndexClaim})
+	return t.readTable().Between(lo, hi, r.BetweenOpts{Index: IndexClaim, RightBound: "closed"}).OrderBy(r.OrderByOpts{Index: r.Desc(IndexClaim)})
 }
 
-// priorityBounds are the claim index keys that bound the jobs of priorities from..to.
-func priorityBounds(from, to job.Priority) (lo, hi []any) {
-	return []any{int(from), r.MinVal, r.MinVal, r.MinVal}, []any{int(to), r.MaxVal, r.MaxVal, r.MaxVal}
+// everyJob bounds the whole claim index: every priority, and the jobs whose fields it
+// cannot read.
+func everyJob() (lo, hi []any) {
+	return []any{r.MinVal, r.MinVal, r.MinVal, r.MinVal}, []any{r.MaxVal, r.MaxVal, r.MaxVal, r.MaxVal}
+}
+
+// priorityBounds are the claim index keys that bound the jobs of priority p.
+func priorityBounds(p job.Priority) (lo, hi []any) {
+	return []any{-int(p), r.MinVal, r.MinVal, r.MinVal}, []any{-int(p), r.MaxVal, r.MaxVal, r.MaxVal}
 }
 
 // Skip is what a claim leaves out: documents by id (those it cannot process; an id is
@@ -90,7 +99,7 @@ func claimableNow(doc r.Term) r.Term {
 // headTerm reads up to n due jobs among the first headSize(n) of the index.
 func (t *Table) headTerm(n int, skip Skip) r.Term {
 	keep := notSkipped(skip)
-	return t.claimRange(priorityBounds(job.Highest, job.Lowest)).Limit(headSize(n)).Filter(func(doc r.Term) r.Term {
+	return t.claimRange(everyJob()).Limit(headSize(n)).Filter(func(doc r.Term) r.Term {
 		return claimableNow(doc).And(keep(doc))
 	}).Limit(n)
 }
@@ -107,7 +116,7 @@ type entry struct {
 // priorityTerm reads the first n+1 jobs of priority p's range: its due jobs come first,
 // then the ones not due yet in the order they fall due.
 func (t *Table) priorityTerm(p job.Priority, n int, skip Skip) r.Term {
-	return t.claimRange(priorityBounds(p, p)).Filter(notSkipped(skip)).Limit(n + 1).Map(func(doc r.Term) any {
+	return t.claimRange(priorityBounds(p)).Filter(notSkipped(skip)).Limit(n + 1).Map(func(doc r.Term) any {
 		due := claimableNow(doc)
 		return map[string]any{"doc": r.Branch(due, doc, nil), "due": due, "at": doc.Field(docfmt.DateEnable).Default(nil)}
 	})
@@ -150,7 +159,7 @@ func (t *Table) ReadCandidates(ctx context.Context, n int, skip Skip) (Candidate
 	// delayed one hides and no delayed job to wait for, and one unordered read of a few
 	// entries says so; an idle queue spares the six reads below at every claim.
 	var more int
-	lo, hi := priorityBounds(job.Highest, job.Lowest)
+	lo, hi := everyJob()
 	rest := t.readTable().Between(lo, hi, r.BetweenOpts{Index: IndexClaim, RightBound: "closed"}).
 		Filter(notSkipped(skip)).Limit(len(docs) + 1).Count()
 	if err := t.ReadOne(ctx, rest, &more); err != nil {
@@ -169,7 +178,15 @@ func (t *Table) ReadCandidates(ctx context.Context, n int, skip Skip) (Candidate
 	if err := errors.Join(errs...); err != nil {
 		return Candidates{}, fmt.Errorf("queue %s: read jobs to claim: %w", t.Name, err)
 	}
-	docs = docs[:0]
+	// Jobs of no priority of the six (a number written by hand, or none the index can
+	// read) are in no range: keep those the head found, to be claimed or reported.
+	odd := docs[:0:0]
+	for _, doc := range docs {
+		if p := keyOf(doc).Priority; p != math.Trunc(p) || !slices.Contains(priorities, job.Priority(p)) {
+			odd = append(odd, doc)
+		}
+	}
+	docs = odd
 	for _, rng := range ranges {
 		for _, e := range rng {
 			at, isTime := e.At.(time.Time)

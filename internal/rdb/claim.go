@@ -130,10 +130,12 @@ func (t *Table) appendEntry(log r.Term, entry, trunc any, near bool) r.Term {
 func (t *Table) claimTerm(g *claimGroup) r.Term {
 	entry, trunc := LogDocument(g.entry), LogDocument(g.tr)
 	return t.Term().GetAll(g.ids...).Update(func(row r.Term) any {
-		unchanged := row.Field(docfmt.Status).Default(nil).Eq(string(g.status)).
-			And(row.Field(docfmt.ProcessCount).Default(nil).Eq(g.pc)).
-			And(row.Field(docfmt.RetryCount).Default(nil).Eq(g.rc)).
-			And(row.Field(docfmt.DateEnable).Default(nil).Le(r.Now()))
+		// A field that is missing makes the comparison fail for that document alone,
+		// which is then not claimed.
+		unchanged := row.Field(docfmt.Status).Eq(string(g.status)).
+			And(row.Field(docfmt.ProcessCount).Eq(g.pc)).
+			And(row.Field(docfmt.RetryCount).Eq(g.rc)).
+			And(row.Field(docfmt.DateEnable).Le(r.Now()))
 		return r.Branch(unchanged, map[string]any{
 			docfmt.Status:       string(job.Active),
 			docfmt.DateStarted:  g.at,

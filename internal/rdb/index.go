@@ -12,8 +12,21 @@ const (
 )
 
 // IndexClaim is this library's own index (see dbinit.IndexClaim for why): waiting and
-// failed jobs by [priority, dateEnable, dateCreated, id], keys that never tie.
-const IndexClaim = "rjqIndexClaim"
+// failed jobs by [-priority, -dateEnable, -dateCreated, id] (times as epoch seconds),
+// keys that never tie, read in descending order: highest priority, then oldest
+// dateEnable, then oldest dateCreated first.
+const IndexClaim = "rjqIndexClaimDesc"
+
+// LegacyIndexClaim is the ascending claim index of earlier versions, which this library
+// no longer creates or reads. A table that has it pays for it on every write; drop it
+// once no worker of an earlier version runs.
+const LegacyIndexClaim = "rjqIndexClaim"
+
+// unreadableKey is the key part of a field the claim index cannot read (a priority that
+// is not a number, a date that is not a time): the highest there is, so that such a job
+// comes first in a claim read, which reports it and sets it aside instead of never seeing
+// it.
+const unreadableKey = 1e300
 
 // Indexes lists the index names in the order they are created: the Node.js library's five,
 // then IndexClaim.
@@ -53,7 +66,13 @@ func IndexFunc(name string) func(row r.Term) any {
 		}
 	case IndexClaim:
 		return func(row r.Term) any {
-			key := []any{row.Field("priority"), row.Field("dateEnable"), row.Field("dateCreated"), row.Field("id")}
+			neg := func(field, typ string, num func(r.Term) r.Term) r.Term {
+				v := row.Field(field).Default(nil)
+				return r.Branch(v.TypeOf().Eq(typ), num(v).Mul(-1), unreadableKey)
+			}
+			number := func(v r.Term) r.Term { return v }
+			epoch := func(v r.Term) r.Term { return v.ToEpochTime() }
+			key := []any{neg("priority", "NUMBER", number), neg("dateEnable", "PTYPE<TIME>", epoch), neg("dateCreated", "PTYPE<TIME>", epoch), row.Field("id")}
 			return r.Branch(
 				row.Field("status").Eq("waiting"), key,
 				row.Field("status").Eq("failed"), key,
