@@ -23,7 +23,8 @@ import (
 // child talks to its parent in lines: it prints "ready" once its queue is ready and waits
 // for a line on stdin to start processing; then it prints what it does ("done N", the
 // jobs completed so far, or "start ID UNIXNANO" when a handler starts); when stdin ends it
-// stops its queue, prints "queries TOTAL CLAIMREADS" (counted on the wire) and exits.
+// stops its queue, prints "queries TOTAL CLAIMQUERIES" (counted on the wire: every query,
+// and the candidate reads and claim writes among them) and exits.
 
 // childMain runs a child: mode "process" (no changefeed, counts completions) or
 // "latency" (changefeed on, reports handler starts).
@@ -108,7 +109,7 @@ func childMain(mode, addr, db string, concurrency int) {
 		fmt.Fprintf(os.Stderr, "child %d: %d queries, %d reads, %d claims, %d outcome writes\n", os.Getpid(), total, reads, claimWrites.Count(), finishes.Count())
 	}
 	_ = q.Stop(ctx)
-	say("queries %d %d", total, reads)
+	say("queries %d %d", total, reads+claimWrites.Count())
 }
 
 // child is a worker process as the parent sees it.
@@ -183,8 +184,8 @@ func goAll(children []*child) {
 }
 
 // finish ends the children and returns the queries they sent while measured: in all,
-// and candidate reads of the claim index.
-func finish(children []*child) (total, claimReads uint64) {
+// and those that claim (candidate reads and claim writes).
+func finish(children []*child) (total, claimQueries uint64) {
 	for _, c := range children {
 		c.stdin.Close()
 	}
@@ -194,7 +195,7 @@ func finish(children []*child) (total, claimReads uint64) {
 			var t, cr uint64
 			if _, err := fmt.Sscanf(line, "queries %d %d", &t, &cr); err == nil {
 				total += t
-				claimReads += cr
+				claimQueries += cr
 			}
 		case <-time.After(time.Minute):
 			log.Printf("a child did not report its queries in a minute")
@@ -202,7 +203,7 @@ func finish(children []*child) (total, claimReads uint64) {
 		}
 		_ = c.cmd.Wait()
 	}
-	return total, claimReads
+	return total, claimQueries
 }
 
 // merged sends every line the children print while they run on one channel.

@@ -15,9 +15,9 @@ import (
 // them.
 type crossResult struct {
 	latency []time.Duration
-	// claimReadsPerJob are the workers' candidate reads (every claim starts with one) per
-	// job added; queriesPerJob every query they sent.
-	claimReadsPerJob, queriesPerJob float64
+	// claimQueriesPerJob are the workers' candidate reads and claim writes per job
+	// added; queriesPerJob every query they sent, changefeed fetches included.
+	claimQueriesPerJob, queriesPerJob float64
 	jobsPerSec                      float64
 }
 
@@ -66,7 +66,7 @@ func measureCross(ctx context.Context, addr string, workers, n int) (crossResult
 	}
 	total, reads := finish(children)
 	finished = true
-	return crossResult{latency: out, claimReadsPerJob: float64(reads) / float64(n), queriesPerJob: float64(total) / float64(n)}, nil
+	return crossResult{latency: out, claimQueriesPerJob: float64(reads) / float64(n), queriesPerJob: float64(total) / float64(n)}, nil
 }
 
 // measureBurst adds n jobs in one AddJob onto workers idle worker processes and reports
@@ -123,7 +123,7 @@ func measureBurst(ctx context.Context, addr string, workers, n int) (crossResult
 	finished = true
 	return crossResult{
 		jobsPerSec:       float64(n) / last.Sub(t0).Seconds(),
-		claimReadsPerJob: float64(reads) / float64(n),
+		claimQueriesPerJob: float64(reads) / float64(n),
 		queriesPerJob:    float64(total) / float64(n),
 	}, nil
 }

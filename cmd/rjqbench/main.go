@@ -155,8 +155,8 @@ func main() {
 				log.Fatalf("cross %d: %v", workers, err)
 			}
 			for _, p := range []float64{50, 99} {
-				fmt.Printf("| another queue adds, %d idle worker process(es), add → start p%.0f (N=%d) | %s | %.2f claim reads, %.2f queries | | | | | | | |\n",
-					workers, p, *crossN, ms(pct(res.latency, p)), res.claimReadsPerJob, res.queriesPerJob)
+				fmt.Printf("| another queue adds, %d idle worker process(es), add → start p%.0f (N=%d) | %s | %.2f claim queries, %.2f queries in all | | | | | | | |\n",
+					workers, p, *crossN, ms(pct(res.latency, p)), res.claimQueriesPerJob, res.queriesPerJob)
 			}
 		}
 		if *burst > 0 {
@@ -164,8 +164,8 @@ func main() {
 			if err != nil {
 				log.Fatalf("burst: %v", err)
 			}
-			fmt.Printf("| burst of %d added onto %d idle worker processes, jobs/s started | %.0f | %.2f claim reads, %.2f queries | | | | | | | |\n",
-				*burst, most, res.jobsPerSec, res.claimReadsPerJob, res.queriesPerJob)
+			fmt.Printf("| burst of %d added onto %d idle worker processes, jobs/s started | %.0f | %.2f claim queries, %.2f queries in all | | | | | | | |\n",
+				*burst, most, res.jobsPerSec, res.claimQueriesPerJob, res.queriesPerJob)
 		}
 	}
 }
