@@ -271,23 +271,9 @@ func (p *producer) round() time.Duration {
 	var more bool // the table may hold more due jobs than this round took
 	var nextRead time.Time
 	if p.shouldRead(now, free) {
-		want := p.prefetch(free)
-		c, err := pr.cfg.Store.ReadCandidates(ctx, want, rdb.Skip{IDs: p.skipList(now), Names: names})
-		if err != nil {
+		var err error
+		if found, more, nextRead, err = p.read(ctx, now, free, names); err != nil {
 			return p.failed(err)
-		}
-		more = len(c.List) == want
-		nextRead = c.NextDue
-		p.mu.Lock()
-		p.idle = !more
-		p.mu.Unlock()
-		mine, theirs := p.share(p.usable(c.List))
-		found = mine[:min(free, len(mine))]
-		if len(mine) > free {
-			p.buf, p.bufAt = mine[free:], now
-		} else {
-			p.buf = nil
-			found = append(found, theirs[:min(free-len(found), len(theirs))]...)
 		}
 	} else {
 		found = p.known(now, free, names)
@@ -348,37 +334,79 @@ const bufferAge = 500 * time.Millisecond
 // maxPrefetch bounds the jobs one read takes.
 const maxPrefetch = 1000
 
-// prefetch is how many jobs a read for free slots takes: a few rounds' worth, for this
-// queue and for each of the table's other workers (see share), so that the rounds that
-// follow claim from what one read found.
+// prefetch is how many jobs a read for free slots takes: a few rounds' worth, so that
+// the rounds that follow claim from what one read found.
 func (p *producer) prefetch(free int) int {
-	p.mu.Lock()
-	workers := max(len(p.peers), 1)
-	p.mu.Unlock()
-	return max(free, min(4*p.p.cfg.Concurrency()*workers, maxPrefetch))
+	return max(free, min(4*p.p.cfg.Concurrency(), maxPrefetch))
 }
 
-// share splits jobs a read found, in order, into this queue's share and the others'.
-// Workers that read the table together find the same jobs; if each claimed the first
-// ones, all but one would lose every claim, round after round. Each job belongs to one
-// of the table's live workers, by its id's hash (as hints do), and each worker claims its
-// own first, then the others' for the slots its own do not fill: a worker that died, or
-// is full, holds nothing back.
-func (p *producer) share(jobs []*job.Job) (mine, theirs []*job.Job) {
+// part is this queue's part of the table's jobs (see rdb.PartOf): the zero Part when it
+// is the table's only known worker.
+func (p *producer) part() rdb.Part {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	n, me := len(p.peers), indexOf(p.peers, p.p.cfg.QueueID)
-	p.mu.Unlock()
 	if n < 2 || me < 0 {
-		return jobs, nil
+		return rdb.Part{}
 	}
-	for _, j := range jobs {
-		if int(fnv32(j.ID)%uint32(n)) == me {
-			mine = append(mine, j)
-		} else {
-			theirs = append(theirs, j)
+	return rdb.Part{Index: me, Of: n}
+}
+
+// read reads the table for free slots, and keeps what it found beyond them for the next
+// rounds. Workers of one table that read its head together find the same jobs; if each
+// claimed the first ones, all but one would lose every claim, round after round. So each
+// job belongs to one of the table's live workers, by its id (rdb.PartOf), and a worker
+// reads its own part first; only when that does not fill its slots does it read the
+// whole head, and take the others' jobs too, its own first: a worker that died, or is
+// full, holds nothing back.
+func (p *producer) read(ctx context.Context, now time.Time, free int, names []string) (found []*job.Job, more bool, nextRead time.Time, err error) {
+	pr := p.p
+	want := p.prefetch(free)
+	skip := rdb.Skip{IDs: p.skipList(now), Names: names}
+	if part := p.part(); part.Of > 1 {
+		skip.Part = part
+		c, err := pr.cfg.Store.ReadCandidates(ctx, want, skip)
+		if err != nil {
+			return nil, false, time.Time{}, err
 		}
+		if mine := p.usable(c.List); len(mine) >= free {
+			p.mu.Lock()
+			p.idle = false
+			p.mu.Unlock()
+			p.buf, p.bufAt = mine[free:], now
+			return mine[:free], len(c.List) == want || len(mine) > free, time.Time{}, nil
+		}
+		skip.Part = rdb.Part{}
 	}
-	return mine, theirs
+	c, err := pr.cfg.Store.ReadCandidates(ctx, want, skip)
+	if err != nil {
+		return nil, false, time.Time{}, err
+	}
+	more = len(c.List) == want
+	p.mu.Lock()
+	p.idle = !more
+	p.mu.Unlock()
+	jobs := p.usable(c.List)
+	if part := p.part(); part.Of > 1 {
+		// By priority still, but its own jobs first within one.
+		others := func(j *job.Job) int { return b2i(rdb.PartOf(j.ID, part.Of) != part.Index) }
+		slices.SortStableFunc(jobs, func(a, b *job.Job) int {
+			return cmp.Or(cmp.Compare(a.Priority, b.Priority), cmp.Compare(others(a), others(b)))
+		})
+	}
+	found = jobs[:min(free, len(jobs))]
+	p.buf = nil
+	if len(jobs) > free {
+		p.buf, p.bufAt = jobs[free:], now
+	}
+	return found, more, c.NextDue, nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // next records when a read falls due and returns the wait until the next round: the

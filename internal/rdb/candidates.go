@@ -74,6 +74,49 @@ func priorityBounds(p job.Priority) (lo, hi []any) {
 type Skip struct {
 	IDs   []any
 	Names []string
+	// Part, when Of is 2 or more, leaves out the jobs of every part but Part.Index (see
+	// PartOf).
+	Part Part
+}
+
+// Part is one of Of parts of a table's jobs, by their ids.
+type Part struct{ Index, Of int }
+
+// PartOf is the part, of of, that job id belongs to: by the first character of the id,
+// a hexadecimal digit of a random UUID for every job; an id that does not start with one
+// belongs to none (-1).
+func PartOf(id string, of int) int {
+	if of < 1 || id == "" {
+		return -1
+	}
+	d := hexDigit(id[0])
+	if d < 0 {
+		return -1
+	}
+	return d % of
+}
+
+func hexDigit(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'a' <= c && c <= 'f':
+		return int(c-'a') + 10
+	case 'A' <= c && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
+}
+
+// firstChars are the first characters of the ids of part p (see PartOf).
+func (p Part) firstChars() []any {
+	var out []any
+	for _, c := range []byte("0123456789abcdefABCDEF") {
+		if PartOf(string(c), p.Of) == p.Index {
+			out = append(out, string(c))
+		}
+	}
+	return out
 }
 
 // notSkipped leaves out the documents of skip.
@@ -83,6 +126,10 @@ func notSkipped(skip Skip) func(doc r.Term) r.Term {
 		keep := ids.Contains(doc.Field(docfmt.ID)).Not()
 		if len(skip.Names) > 0 {
 			keep = keep.And(names.Contains(doc.Field(docfmt.Name).Default(nil)).Not())
+		}
+		if skip.Part.Of > 1 {
+			first := doc.Field(docfmt.ID).Slice(0, 1).Default(nil)
+			keep = keep.And(r.Expr(skip.Part.firstChars()).Contains(first))
 		}
 		return keep
 	}
@@ -96,10 +143,11 @@ func claimableNow(doc r.Term) r.Term {
 	return enable.TypeOf().Ne("PTYPE<TIME>").Or(enable.Le(r.Now()))
 }
 
-// headTerm reads up to n due jobs among the first headSize(n) of the index.
+// headTerm reads up to n due jobs among the first headSize(n) of the index (of the
+// first headSize(n) per part, reading a part).
 func (t *Table) headTerm(n int, skip Skip) r.Term {
 	keep := notSkipped(skip)
-	return t.claimRange(everyJob()).Limit(headSize(n)).Filter(func(doc r.Term) r.Term {
+	return t.claimRange(everyJob()).Limit(headSize(n)*max(skip.Part.Of, 1)).Filter(func(doc r.Term) r.Term {
 		return claimableNow(doc).And(keep(doc))
 	}).Limit(n)
 }
@@ -145,14 +193,16 @@ type Candidates struct {
 	NextDue time.Time
 }
 
-// ReadCandidates reads up to n due jobs to claim (see the top of this file).
+// ReadCandidates reads up to n due jobs to claim (see the top of this file). Reading a
+// part (skip.Part), it reads the head of the index only: a short answer then says
+// nothing of the other parts.
 func (t *Table) ReadCandidates(ctx context.Context, n int, skip Skip) (Candidates, error) {
 	var docs []map[string]any
 	if err := t.ReadAll(ctx, t.headTerm(n, skip), &docs); err != nil {
 		return Candidates{}, fmt.Errorf("queue %s: read jobs to claim: %w", t.Name, err)
 	}
 	c := Candidates{List: candidatesOf(docs)}
-	if len(docs) == n {
+	if len(docs) == n || skip.Part.Of > 1 {
 		return c, nil
 	}
 	// Short: when the index holds nothing but what the head gave, there is no due job a
