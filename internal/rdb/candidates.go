@@ -147,7 +147,7 @@ func claimableNow(doc r.Term) r.Term {
 // first headSize(n) per part, reading a part).
 func (t *Table) headTerm(n int, skip Skip) r.Term {
 	keep := notSkipped(skip)
-	return t.claimRange(everyJob()).Limit(headSize(n)*max(skip.Part.Of, 1)).Filter(func(doc r.Term) r.Term {
+	return t.claimRange(everyJob()).Limit(headSize(n) * max(skip.Part.Of, 1)).Filter(func(doc r.Term) r.Term {
 		return claimableNow(doc).And(keep(doc))
 	}).Limit(n)
 }
