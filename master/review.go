@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
+	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 )
 
@@ -35,6 +37,30 @@ type Target struct {
 	QueueID      string
 	LimitJobLogs int
 	Retention    Retention
+	// Log receives the progress of long removals (nil: none).
+	Log *slog.Logger
+}
+
+// table is t's table in the storage layer.
+func (t Target) table() *rdb.Table {
+	return &rdb.Table{Session: t.Session, DB: t.DB, Name: t.Table, RunOpts: t.RunOpts,
+		QueueID: t.QueueID, LimitJobLogs: t.LimitJobLogs}
+}
+
+// assertStats creates the table's stats side table if it is missing.
+func (t Target) assertStats(ctx context.Context) error {
+	err := dbinit.Assert(ctx, dbinit.Target{Session: t.Session, DB: t.DB, Table: t.Table + rdb.StatsSuffix, RunOpts: t.RunOpts, NoIndexes: true})
+	if err != nil {
+		return fmt.Errorf("master: create the table %s: %w", t.Table+rdb.StatsSuffix, err)
+	}
+	return nil
+}
+
+func (t Target) logger() *slog.Logger {
+	if t.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return t.Log
 }
 
 // Result is what one review did.
@@ -45,11 +71,11 @@ type Result struct {
 	Removed int
 }
 
-// Review runs the review once: orphaned jobs, then finished jobs, then the State Document.
-// A step that fails does not keep the others from running; the error joins every step's.
+// Review runs the review once: orphaned jobs, then finished jobs (in slices, one master
+// at a time: see retention.go), then the State Document. A step that fails does not keep
+// the others from running; the error joins every step's.
 func Review(ctx context.Context, t Target) (Result, error) {
-	tbl := &rdb.Table{Session: t.Session, DB: t.DB, Name: t.Table, RunOpts: t.RunOpts,
-		QueueID: t.QueueID, LimitJobLogs: t.LimitJobLogs}
+	tbl := t.table()
 	var res Result
 	var orphanErr, removeErr, stateErr error
 	if res.Reviewed, orphanErr = tbl.FailOrphans(ctx); orphanErr != nil {
@@ -60,7 +86,10 @@ func Review(ctx context.Context, t Target) (Result, error) {
 		if t.Retention.Immediately {
 			period = 0
 		}
-		if res.Removed, removeErr = tbl.RemoveFinished(ctx, period); removeErr != nil {
+		if removeErr = t.assertStats(ctx); removeErr == nil {
+			res.Removed, removeErr = removeFinished(ctx, tbl, period, t.logger())
+		}
+		if removeErr != nil {
 			removeErr = fmt.Errorf("master: remove finished jobs: %w", removeErr)
 		}
 	}

@@ -69,7 +69,7 @@ func (q *Queue) Process(handler Handler) error {
 		// Recover what crashed workers left behind before taking new work, as the original
 		// does; a master reviews on its own schedule.
 		review = func() {
-			if _, err := q.review(q.bg.Context()); err != nil && q.bg.Context().Err() == nil {
+			if _, err := q.review(q.bg.Context(), false); err != nil && q.bg.Context().Err() == nil {
 				q.log.Warn("review before processing failed", "err", err)
 			}
 		}

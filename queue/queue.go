@@ -58,6 +58,9 @@ type Queue struct {
 	proc    *processor.Processor // nil until Process
 	// removed remembers the jobs this queue deleted lately (see noteRemovals).
 	removed map[string]time.Time
+	// exactBelow is the table size below which Summary counts every job (see
+	// Summary): exactBelowJobs, but for tests.
+	exactBelow int
 }
 
 // dialTimeout bounds New's dial when its context has no deadline.
@@ -88,6 +91,7 @@ func New(ctx context.Context, cxn *ConnectOptions, opts *Options) (*Queue, error
 		concurrency: cfg.concurrency,
 		jobOptions:  cfg.jobOptions,
 		removed:     make(map[string]time.Time),
+		exactBelow:  exactBelowJobs,
 	}
 	q.db = &rdb.Table{Session: session, DB: cfg.db, Name: cfg.name, RunOpts: cfg.runOpts,
 		QueueID: q.id, LimitJobLogs: cfg.limitJobLogs}
@@ -101,6 +105,7 @@ func New(ctx context.Context, cxn *ConnectOptions, opts *Options) (*Queue, error
 	if cfg.master() {
 		q.bg.Go(q.reviewEvery)
 		q.bg.Go(q.scheduleEvery)
+		q.bg.Go(q.tallyEvery)
 	}
 	return q, nil
 }

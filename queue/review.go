@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/rjqgo/rethinkdb-job-queue/master"
 )
@@ -18,12 +19,12 @@ func (q *Queue) Review(ctx context.Context) (ReviewResult, error) {
 		return ReviewResult{}, err
 	}
 	defer end()
-	return q.review(ctx)
+	return q.review(ctx, true)
 }
 
-// review is Review without the checks of a call, for the schedule and Process.
-func (q *Queue) review(ctx context.Context) (ReviewResult, error) {
-	res, err := master.Review(ctx, master.Target{
+// masterTarget is this queue's table as the master package reviews it.
+func (q *Queue) masterTarget() master.Target {
+	return master.Target{
 		Session:      q.session,
 		DB:           q.cfg.db,
 		Table:        q.cfg.name,
@@ -35,7 +36,19 @@ func (q *Queue) review(ctx context.Context) (ReviewResult, error) {
 			Immediately: q.cfg.removeImmediately(),
 			Period:      q.cfg.removeFinished,
 		},
-	})
+		Log: q.log,
+	}
+}
+
+// review is Review without the checks of a call, for the Master's loops and Process;
+// remove tells whether it removes finished jobs (a worker's review before it starts
+// processing does not).
+func (q *Queue) review(ctx context.Context, remove bool) (ReviewResult, error) {
+	t := q.masterTarget()
+	if !remove {
+		t.Retention.Keep = true
+	}
+	res, err := master.Review(ctx, t)
 	if err != nil {
 		err = fmt.Errorf("queue %s: review: %w", q.cfg.name, err)
 		q.emit(Event{Type: EventError, Err: err})
@@ -54,8 +67,28 @@ func (q *Queue) reviewEvery(ctx context.Context) {
 		return
 	}
 	master.Every(ctx, q.cfg.masterInterval, func(ctx context.Context) {
-		if _, err := q.review(ctx); err != nil {
+		if _, err := q.review(ctx, true); err != nil {
 			q.log.Warn("review failed", "err", err)
 		}
 	})
+}
+
+// tallyEvery keeps the tally of finished jobs, which Summary reads, up to date until
+// Stop; Queue Masters run it.
+func (q *Queue) tallyEvery(ctx context.Context) {
+	if q.ready0(ctx) != nil {
+		return
+	}
+	tick := time.NewTicker(master.TallyEvery)
+	defer tick.Stop()
+	for {
+		if err := master.AdvanceTally(ctx, q.masterTarget()); err != nil && ctx.Err() == nil {
+			q.log.Warn("counting finished jobs failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }

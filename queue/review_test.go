@@ -102,3 +102,23 @@ func TestJobOfADeadWorkerRunsAgainAfterReview(t *testing.T) {
 	require.Eventually(t, func() bool { return f.get(t, j.ID).Status == job.Completed }, 10*time.Second, 20*time.Millisecond)
 	assert.Contains(t, messages(f.get(t, j.ID).Log), master.MessageOrphan)
 }
+
+// A worker reviews the table before it starts processing, to recover orphans, but leaves
+// removing finished jobs to the Queue Masters: a pass over a big table would hold up its
+// first job.
+func TestAWorkersFirstReviewRemovesNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &queue.Options{MasterInterval: -1, RemoveFinishedJobs: time.Hour})
+	reviewed := collect(t, f.q, queue.EventReviewed)
+	j := f.add(t, 1)[0]
+	f.setRaw(t, j.ID, map[string]any{"status": "completed", "dateFinished": time.Now().Add(-2 * time.Hour)})
+	require.NoError(t, f.q.Process(func(context.Context, *job.Job) (any, error) { return nil, nil }))
+	e := reviewed(1)[0]
+	require.NotNil(t, e.Review)
+	assert.Zero(t, e.Review.Removed)
+	assert.NotNil(t, f.rawDoc(t, j.ID), "the old finished job stays")
+
+	res, err := f.q.Review(testContext(t))
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.Removed, "Review, asked for, removes it")
+}

@@ -163,7 +163,7 @@ func (q *Queue) reviewExpired(ctx context.Context) {
 	if err != nil || !expired {
 		return
 	}
-	if _, err := q.review(ctx); err != nil && ctx.Err() == nil {
+	if _, err := q.review(ctx, false); err != nil && ctx.Err() == nil {
 		q.log.Warn("review of expired leases failed", "err", err)
 	}
 }

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
@@ -15,21 +16,76 @@ type Summary struct {
 	Cancelled  int
 	Failed     int
 	Terminated int
-	// Total counts every job, including those with a status of none of the above (a job
-	// "disabled" by setting an unknown status, for one).
+	// Total counts every job: with exact counts (FinishedAsOf zero), including those with
+	// a status of none of the above (a job "disabled" by setting an unknown status, for
+	// one); otherwise the sum of the six.
 	Total int
+	// FinishedAsOf is zero when every count is exact. Otherwise Completed, Cancelled and
+	// Terminated come from the Queue Master's tally (see Queue.Summary) and count the jobs
+	// that finished before this time: show them as estimates ("≈").
+	FinishedAsOf time.Time
 }
 
-// Summary counts the queue's jobs by status, with one grouped count on the status index.
+// exactBelowJobs is the size of table, by the server's own estimate, below which Summary
+// counts every job: a count costs the server about 6.5 µs per job, 65 ms here.
+const exactBelowJobs = 10000
+
+// Summary counts the queue's jobs by status, cheaply at any table size:
+//
+//   - waiting, active and failed jobs are counted exactly, through the status index: they
+//     are bounded by live work;
+//   - finished jobs (completed, cancelled, terminated) are read from the tally that Queue
+//     Masters keep (every queue is one by default; see Options.MasterInterval) in the
+//     side table "<queue>_stats": counted once, in bounded steps, as they finish, and
+//     taken off as retention removes them. It lags the clock by up to about 15 seconds
+//     (FinishedAsOf says by how much), and drifts when finished jobs are reanimated or
+//     removed by other means (RemoveJob, Reset, a Node.js worker) until a new tally; on a
+//     table never tallied, the first tally counts what is there in the background.
+//
+// A table of fewer than about ten thousand jobs, or one with no tally yet, is counted
+// exactly, as one grouped count (seconds at a million jobs: run a Queue Master).
 func (q *Queue) Summary(ctx context.Context) (Summary, error) {
 	end, err := q.begin(ctx)
 	if err != nil {
 		return Summary{}, err
 	}
 	defer end()
-	counts, err := q.db.CountByStatus(ctx)
+	s, err := q.summary(ctx)
 	if err != nil {
 		return Summary{}, fmt.Errorf("queue %s: summary: %w", q.cfg.name, err)
+	}
+	return s, nil
+}
+
+func (q *Queue) summary(ctx context.Context) (Summary, error) {
+	tally, err := q.db.ReadTally(ctx)
+	if err != nil {
+		return Summary{}, err
+	}
+	if !tally.Found {
+		return q.exactSummary(ctx)
+	}
+	if size, err := q.db.EstimatedSize(ctx); err != nil || size < q.exactBelow {
+		return q.exactSummary(ctx)
+	}
+	live, err := q.db.LiveCounts(ctx)
+	if err != nil {
+		return Summary{}, err
+	}
+	s := Summary{
+		Waiting: live[job.Waiting], Active: live[job.Active], Failed: live[job.Failed],
+		Completed: tally.Completed, Cancelled: tally.Cancelled, Terminated: tally.Terminated,
+		FinishedAsOf: tally.AsOf,
+	}
+	s.Total = s.Waiting + s.Active + s.Failed + s.Completed + s.Cancelled + s.Terminated
+	return s, nil
+}
+
+// exactSummary counts every job, with one grouped count on the status index.
+func (q *Queue) exactSummary(ctx context.Context) (Summary, error) {
+	counts, err := q.db.CountByStatus(ctx)
+	if err != nil {
+		return Summary{}, err
 	}
 	s := Summary{
 		Waiting: counts[job.Waiting], Active: counts[job.Active], Completed: counts[job.Completed],

@@ -45,11 +45,19 @@ type counts struct {
 	Failed     int `json:"failed"`
 	Terminated int `json:"terminated"`
 	Total      int `json:"total"`
+	// FinishedAsOf is set when the finished counts are the Queue Master's tally, as of
+	// then: estimates (see queue.Summary).
+	FinishedAsOf *time.Time `json:"finishedAsOf,omitempty"`
 }
 
 func summarize(ctx context.Context, q *queue.Queue) (counts, error) {
 	s, err := q.Summary(ctx)
-	return counts(s), err
+	c := counts{Waiting: s.Waiting, Active: s.Active, Completed: s.Completed, Cancelled: s.Cancelled,
+		Failed: s.Failed, Terminated: s.Terminated, Total: s.Total}
+	if !s.FinishedAsOf.IsZero() {
+		c.FinishedAsOf = &s.FinishedAsOf
+	}
+	return c, err
 }
 
 func cmdSummary(ctx context.Context, c config, args []string, out io.Writer) error {

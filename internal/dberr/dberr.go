@@ -53,7 +53,7 @@ func Transient(err error) bool {
 		return true
 	}
 	msg := err.Error()
-	for _, s := range []string{"lost contact", "unavailable", "none of the servers", "EOF", "connection reset", "broken pipe", "connection refused", "no connections were made"} {
+	for _, s := range []string{"lost contact", "unavailable", "not available", "none of the servers", "EOF", "connection reset", "broken pipe", "connection refused", "no connections were made"} {
 		if strings.Contains(msg, s) {
 			return true
 		}

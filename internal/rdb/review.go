@@ -2,7 +2,6 @@ package rdb
 
 import (
 	"context"
-	"time"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
@@ -52,16 +51,4 @@ func (t *Table) FailOrphans(ctx context.Context) (int, error) {
 		return n.Replaced, err
 	}
 	return n.Replaced, nil
-}
-
-// RemoveFinished deletes the finished jobs whose dateFinished is older than period by the
-// server's clock (every finished job for a period of 0), read through the
-// indexFinishedDateFinished range.
-func (t *Table) RemoveFinished(ctx context.Context, period time.Duration) (int, error) {
-	upTo := any(r.MaxVal)
-	if period > 0 {
-		upTo = r.Now().Sub(period.Seconds())
-	}
-	n, err := t.Write(ctx, t.Term().Between(r.MinVal, upTo, r.BetweenOpts{Index: IndexFinishedDateFinished}).Delete())
-	return n.Deleted, err
 }

@@ -1,0 +1,107 @@
+package master_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+	"github.com/rjqgo/rethinkdb-job-queue/master"
+)
+
+// insertFinished stores n finished jobs of the given status, finished at the given time.
+func (f fixture) insertFinished(t *testing.T, n int, status job.Status, at time.Time) {
+	t.Helper()
+	docs := make([]any, n)
+	for i := range docs {
+		j := job.New(nil, job.DefaultOptions())
+		j.Status, j.QueueID, j.DateFinished = status, "worker:q", at
+		docs[i] = rdb.Document(j)
+	}
+	_, err := f.table.Insert(docs).RunWrite(f.session)
+	require.NoError(t, err)
+}
+
+// count counts the jobs, the State Document left out.
+func (f fixture) count(t *testing.T) int {
+	t.Helper()
+	var n int
+	cur, err := f.table.Filter(func(d r.Term) r.Term { return d.Field("id").Ne(job.StateDocumentID) }).Count().Run(f.session)
+	require.NoError(t, err)
+	require.NoError(t, cur.One(&n))
+	return n
+}
+
+// Two masters reviewing at once remove each old finished job once between them, in
+// slices, while the recent ones stay.
+func TestRetentionRemovesOldJobsOnceAcrossMasters(t *testing.T) {
+	f := newFixture(t)
+	old := time.Now().Add(-48 * time.Hour)
+	f.insertFinished(t, 1500, job.Completed, old)
+	f.insertFinished(t, 600, job.Terminated, old)
+	f.insertFinished(t, 40, job.Completed, time.Now())
+	ret := master.Retention{Period: 24 * time.Hour}
+	a, b := f.target(ret), f.target(ret)
+	b.QueueID = "master:other"
+
+	var wg sync.WaitGroup
+	results := make([]master.Result, 2)
+	for i, tg := range []master.Target{a, b} {
+		wg.Go(func() {
+			res, err := master.Review(context.Background(), tg)
+			assert.NoError(t, err)
+			results[i] = res
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, 2100, results[0].Removed+results[1].Removed, "each old job removed once: %+v", results)
+	assert.Equal(t, 40, f.count(t), "the recent ones stay")
+
+	// The next review finds nothing left to remove.
+	res, err := master.Review(context.Background(), a)
+	require.NoError(t, err)
+	assert.Zero(t, res.Removed)
+}
+
+// The tally counts finished jobs by status up to its time, and retention takes off what
+// it removes of those.
+func TestTallyCountsFinishedJobsAndRetentionTakesThemOff(t *testing.T) {
+	f := newFixture(t)
+	old := time.Now().Add(-72 * time.Hour)
+	f.insertFinished(t, 30, job.Completed, old)
+	f.insertFinished(t, 5, job.Cancelled, old)
+	f.insertFinished(t, 7, job.Terminated, time.Now().Add(-time.Hour))
+	f.insert(t, map[string]any{"status": "waiting"})
+	tg := f.target(master.Retention{Period: 48 * time.Hour})
+	ctx := context.Background()
+
+	require.NoError(t, master.AdvanceTally(ctx, tg))
+	tbl := &rdb.Table{Session: f.session, DB: f.db, Name: "jobs", QueueID: "master:q"}
+	tally, err := tbl.ReadTally(ctx)
+	require.NoError(t, err)
+	require.True(t, tally.Found)
+	assert.WithinDuration(t, time.Now(), tally.AsOf, 10*time.Second, "brought up to date")
+	assert.Equal(t, [3]int{30, 5, 7}, [3]int{tally.Completed, tally.Cancelled, tally.Terminated})
+
+	// Jobs that finish after the tally's time are counted by a later pass (which counts
+	// up to a few seconds before its start: the insert alone takes longer than the
+	// millisecond this leaves).
+	f.insertFinished(t, 4, job.Completed, tally.AsOf.Add(time.Millisecond))
+	require.NoError(t, master.AdvanceTally(ctx, tg))
+	tally, err = tbl.ReadTally(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 34, tally.Completed, "a later pass counts what finished since, once")
+
+	res, err := master.Review(ctx, tg)
+	require.NoError(t, err)
+	assert.Equal(t, 35, res.Removed)
+	tally, err = tbl.ReadTally(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, [3]int{4, 0, 7}, [3]int{tally.Completed, tally.Cancelled, tally.Terminated}, "what retention removed is taken off")
+}

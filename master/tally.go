@@ -1,0 +1,91 @@
+package master
+
+import (
+	"context"
+	"time"
+)
+
+// The tally of finished jobs (see rdb.Tally) advances in steps, each a count of the jobs
+// that finished in a stretch of time through the index of finished jobs, sized so that a
+// step counts a few thousand jobs: the first tally of a table of a million finished jobs
+// takes a few hundred steps, and a busy queue's tally a step every TallyEvery. Steps
+// pause as slices of retention do, so that counting never starves processing.
+const (
+	// TallyEvery is how often a Queue Master brings the tally up to date.
+	TallyEvery = 10 * time.Second
+	// tallyMargin keeps the tally this far behind the clock: a job stamped a little in
+	// the past by a client whose clock runs late still lands after the tally's time.
+	tallyMargin = 5 * time.Second
+	firstStep   = time.Hour
+	maxStep     = 30 * 24 * time.Hour
+	// A step aims at counting between these many jobs.
+	stepLow, stepHigh = 2000, 20000
+)
+
+// AdvanceTally brings the tally of t's finished jobs up to tallyMargin before now,
+// starting one if there is none. Several masters may run it at once: each step is a
+// compare-and-set, and one that lost to another master's goes on from where that one
+// left the tally.
+func AdvanceTally(ctx context.Context, t Target) error {
+	tbl := t.table()
+	if err := t.assertStats(ctx); err != nil {
+		return err
+	}
+	tl, err := tbl.ReadTally(ctx)
+	if err != nil {
+		return err
+	}
+	if !tl.Found {
+		first, err := tbl.FirstFinished(ctx)
+		if err != nil {
+			return err
+		}
+		if first.IsZero() {
+			first = time.Now().Add(-tallyMargin)
+		}
+		if err := tbl.StartTally(ctx, first); err != nil {
+			return err
+		}
+		if tl, err = tbl.ReadTally(ctx); err != nil {
+			return err
+		}
+	}
+	step := firstStep
+	// The target is fixed at the start: chasing the clock, the steps would never end.
+	upTo := time.Now().Add(-tallyMargin).Truncate(time.Millisecond)
+	for {
+		if !tl.AsOf.Before(upTo) {
+			return nil
+		}
+		to := tl.AsOf.Add(step)
+		if to.After(upTo) {
+			to = upTo
+		}
+		start := time.Now()
+		counts, err := tbl.CountFinished(ctx, tl.AsOf, to)
+		if err != nil {
+			return err
+		}
+		if _, err := tbl.AdvanceTally(ctx, tl.AsOf, to, counts); err != nil {
+			return err
+		}
+		n := 0
+		for _, c := range counts {
+			n += c
+		}
+		switch {
+		case n > stepHigh:
+			step = max(step/2, time.Second)
+		case n < stepLow:
+			step = min(step*2, maxStep)
+		}
+		if tl, err = tbl.ReadTally(ctx); err != nil {
+			return err
+		}
+		select {
+		case <-time.After(max(pauseRatio*time.Since(start), minPause)):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
