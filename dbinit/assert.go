@@ -59,6 +59,10 @@ type Target struct {
 	// NoIndexes asserts the table without the job indexes: a side table of a queue (its
 	// schedules, its workers), which holds no jobs.
 	NoIndexes bool
+	// Shards and Replicas configure the table when Assert creates it (zero: the server's
+	// default, one of each). A table that exists keeps its configuration, whatever these
+	// say: reconfiguring a table is an operator's decision (see rethinkdb's reconfigure).
+	Shards, Replicas int
 }
 
 // assertTimeout bounds how long Assert keeps retrying creation steps that a concurrent
@@ -131,7 +135,8 @@ func assertOnce(ctx context.Context, t Target) error {
 	}
 	db := r.DB(t.DB)
 	if err := run("create table "+t.Table, r.Branch(
-		db.TableList().Contains(t.Table), map[string]any{"tables_created": 0}, db.TableCreate(t.Table))); err != nil {
+		db.TableList().Contains(t.Table), map[string]any{"tables_created": 0},
+		db.TableCreate(t.Table, t.createOpts()))); err != nil {
 		return err
 	}
 	table := db.Table(t.Table)
@@ -158,6 +163,18 @@ func assertOnce(ctx context.Context, t Target) error {
 		}
 	}
 	return run("wait for indexes of "+t.Table, table.IndexWait())
+}
+
+// createOpts are the options of the table's creation: none but those given.
+func (t Target) createOpts() r.TableCreateOpts {
+	var o r.TableCreateOpts
+	if t.Shards > 0 {
+		o.Shards = t.Shards
+	}
+	if t.Replicas > 0 {
+		o.Replicas = t.Replicas
+	}
+	return o
 }
 
 // configEntry is a row of rethinkdb.db_config or rethinkdb.table_config.

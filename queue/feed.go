@@ -62,7 +62,7 @@ func (q *Queue) follow(ctx context.Context, first chan<- error) {
 			case <-ctx.Done():
 				return
 			}
-			err := dbinit.Assert(ctx, dbinit.Target{Session: q.session, DB: q.cfg.db, Table: q.cfg.name, RunOpts: q.cfg.runOpts})
+			err := dbinit.Assert(ctx, q.tableTarget())
 			if err == nil {
 				break
 			}

@@ -107,6 +107,13 @@ type Options struct {
 	// Metrics, when set, receives what this queue's processor does: claims and the end
 	// of each run (package metrics has one that serves the Prometheus text format).
 	Metrics Metrics
+	// Shards and Replicas configure the queue's table when this queue creates it (zero:
+	// the server's default, one of each): a table of several shards spreads the write load
+	// of its jobs over as many primaries, on a RethinkDB cluster (see docs/performance.md
+	// for when that pays). A table that exists keeps its configuration, whatever these
+	// say; the queue logs a warning when they differ. Reconfigure a table with RethinkDB's
+	// own tools (r.table(name).reconfigure).
+	Shards, Replicas int
 }
 
 // Defaults of the connection and of Options, the original library's.
@@ -162,6 +169,8 @@ type config struct {
 	retryBackoff   func(*job.Job, int) time.Duration
 	eventBuffer    int
 	metrics        Metrics
+	shards         int
+	replicas       int
 }
 
 // RethinkDB accepts these characters in database and table names.
@@ -211,6 +220,8 @@ func resolve(cxn *ConnectOptions, opts *Options) (config, error) {
 		retryBackoff:   opts.RetryBackoff,
 		metrics:        opts.Metrics,
 		eventBuffer:    or(opts.EventBuffer, DefaultEventBuffer),
+		shards:         opts.Shards,
+		replicas:       opts.Replicas,
 	}
 	if c.baseContext == nil {
 		c.baseContext = context.Background
@@ -236,6 +247,10 @@ func resolve(cxn *ConnectOptions, opts *Options) (config, error) {
 		return c, fmt.Errorf("%w: concurrency %d: must be at least 1", ErrInvalidOption, c.concurrency)
 	case c.eventBuffer < 1:
 		return c, fmt.Errorf("%w: event buffer %d: must be at least 1", ErrInvalidOption, c.eventBuffer)
+	case c.shards < 0 || c.shards > 64:
+		return c, fmt.Errorf("%w: shards %d: RethinkDB allows 1 to 64", ErrInvalidOption, c.shards)
+	case c.replicas < 0:
+		return c, fmt.Errorf("%w: replicas %d: must not be negative", ErrInvalidOption, c.replicas)
 	}
 	for i, m := range c.middleware {
 		if m == nil {

@@ -156,6 +156,12 @@ func dial(ctx context.Context, cfg config) (*r.Session, error) {
 	}
 }
 
+// tableTarget is the queue's table as dbinit asserts it.
+func (q *Queue) tableTarget() dbinit.Target {
+	return dbinit.Target{Session: q.session, DB: q.cfg.db, Table: q.cfg.name, RunOpts: q.cfg.runOpts,
+		Shards: q.cfg.shards, Replicas: q.cfg.replicas}
+}
+
 // initialize asserts the database after the init delay, opens the changefeed, and then
 // marks the queue ready.
 func (q *Queue) initialize(ctx context.Context) {
@@ -167,7 +173,7 @@ func (q *Queue) initialize(ctx context.Context) {
 		q.readyErr = ErrStopped
 		return
 	}
-	err := dbinit.Assert(ctx, dbinit.Target{Session: q.session, DB: q.cfg.db, Table: q.cfg.name, RunOpts: q.cfg.runOpts})
+	err := dbinit.Assert(ctx, q.tableTarget())
 	if ctx.Err() != nil {
 		q.readyErr = ErrStopped
 		return
@@ -178,6 +184,7 @@ func (q *Queue) initialize(ctx context.Context) {
 		q.emit(Event{Type: EventError, Err: q.readyErr})
 		return
 	}
+	q.warnOfOtherConfig(ctx)
 	if q.cfg.changeFeed {
 		if err := q.subscribeFirst(ctx); ctx.Err() != nil {
 			q.readyErr = ErrStopped
@@ -191,6 +198,27 @@ func (q *Queue) initialize(ctx context.Context) {
 	}
 	q.log.Debug("ready")
 	q.emit(Event{Type: EventReady})
+}
+
+// warnOfOtherConfig logs a warning when the table, made before, has other shards or
+// replicas than Options asks for: the queue never reconfigures a table.
+func (q *Queue) warnOfOtherConfig(ctx context.Context) {
+	if q.cfg.shards == 0 && q.cfg.replicas == 0 {
+		return
+	}
+	var conf struct {
+		Shards []struct {
+			Replicas []string `rethinkdb:"replicas"`
+		} `rethinkdb:"shards"`
+	}
+	if err := q.db.ReadOne(ctx, q.db.Term().Config(), &conf); err != nil || len(conf.Shards) == 0 {
+		return // a server without the system tables (reqlite) says nothing
+	}
+	shards, replicas := len(conf.Shards), len(conf.Shards[0].Replicas)
+	if (q.cfg.shards > 0 && shards != q.cfg.shards) || (q.cfg.replicas > 0 && replicas != q.cfg.replicas) {
+		q.log.Warn("the table exists with another configuration, which the queue leaves as it is",
+			"shards", shards, "replicas", replicas, "wantShards", q.cfg.shards, "wantReplicas", q.cfg.replicas)
+	}
 }
 
 // Ready waits until the queue's database, table and indexes are in place, and returns the
