@@ -197,3 +197,78 @@ func waitCompleted(t *testing.T, ctx context.Context, q *queue.Queue, n int, wit
 		return err == nil && s.Completed == n
 	}, within, 50*time.Millisecond, "every job completes")
 }
+
+// A table split into shards, each with its own primary, is the way past one server's
+// write capacity: on one, jobs still run exactly once across queues, and in priority
+// order.
+func TestAShardedTableProcessesEachJobOnceInPriorityOrder(t *testing.T) {
+	testserver.SkipOnReqlite(t, "it has no shards")
+	srv := testserver.Get(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	priorities := []job.Priority{job.Lowest, job.Low, job.Normal, job.Medium, job.High, job.Highest}
+
+	t.Run("exactly once", func(t *testing.T) {
+		db := testserver.DB(t)
+		const queues, jobs = 4, 300
+		var mu sync.Mutex
+		calls := make(map[string]int, jobs)
+		workers := runWorkers(t, ctx, srv, db, queues, &queue.Options{Name: "sharded", DatabaseInitDelay: -1, Concurrency: 5, Shards: 3},
+			jobs, func(q *queue.Queue, i int) *job.Job { return q.CreateJob(i).SetPriority(priorities[i%len(priorities)]) },
+			func(ctx context.Context, j *job.Job) (any, error) {
+				mu.Lock()
+				calls[j.ID]++
+				mu.Unlock()
+				return nil, nil
+			})
+		requireShards(t, ctx, srv, db, "sharded", 3)
+		waitCompleted(t, ctx, workers[0], jobs, 2*time.Minute)
+		mu.Lock()
+		defer mu.Unlock()
+		assert.Len(t, calls, jobs)
+		for id, n := range calls {
+			if n != 1 {
+				t.Errorf("job %s ran %d times", id, n)
+			}
+		}
+	})
+
+	t.Run("priority order", func(t *testing.T) {
+		db := testserver.DB(t)
+		const jobs = 60
+		var mu sync.Mutex
+		var order []job.Priority
+		workers := runWorkers(t, ctx, srv, db, 1, &queue.Options{Name: "sharded", DatabaseInitDelay: -1, Concurrency: 1, Shards: 3},
+			jobs, func(q *queue.Queue, i int) *job.Job { return q.CreateJob(i).SetPriority(priorities[i%len(priorities)]) },
+			func(ctx context.Context, j *job.Job) (any, error) {
+				mu.Lock()
+				order = append(order, j.Priority)
+				mu.Unlock()
+				return nil, nil
+			})
+		waitCompleted(t, ctx, workers[0], jobs, 2*time.Minute)
+		mu.Lock()
+		defer mu.Unlock()
+		// The first claim may come before the batch is whole (jobs are added in chunks);
+		// from the second on, each job comes no sooner than one of a higher priority.
+		for i := 2; i < len(order); i++ {
+			if order[i] < order[i-1] {
+				t.Errorf("job %d of priority %v ran after one of %v: %v", i, order[i], order[i-1], order)
+				break
+			}
+		}
+	})
+}
+
+// requireShards checks that the table has n shards.
+func requireShards(t *testing.T, ctx context.Context, srv testserver.Server, db, table string, n int) {
+	t.Helper()
+	s := testserver.Session(t)
+	var conf struct {
+		Shards []any `rethinkdb:"shards"`
+	}
+	cur, err := r.DB(db).Table(table).Config().Run(s, r.RunOpts{Context: ctx})
+	require.NoError(t, err)
+	require.NoError(t, cur.One(&conf))
+	require.Len(t, conf.Shards, n)
+}
