@@ -37,6 +37,10 @@ type Target struct {
 	QueueID      string
 	LimitJobLogs int
 	Retention    Retention
+	// TallyFrom is the table size, by the server's estimate, from which the tally of
+	// finished jobs is kept: below it AdvanceTally starts none and creates nothing, as
+	// Summary counts a small table exactly. Zero tallies every table.
+	TallyFrom int
 	// Log receives the progress of long removals (nil: none).
 	Log *slog.Logger
 }
@@ -86,9 +90,7 @@ func Review(ctx context.Context, t Target) (Result, error) {
 		if t.Retention.Immediately {
 			period = 0
 		}
-		if removeErr = t.assertStats(ctx); removeErr == nil {
-			res.Removed, removeErr = removeFinished(ctx, tbl, period, t.logger())
-		}
+		res.Removed, removeErr = removeFinished(ctx, t, tbl, period)
 		if removeErr != nil {
 			removeErr = fmt.Errorf("master: remove finished jobs: %w", removeErr)
 		}

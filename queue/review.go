@@ -36,7 +36,8 @@ func (q *Queue) masterTarget() master.Target {
 			Immediately: q.cfg.removeImmediately(),
 			Period:      q.cfg.removeFinished,
 		},
-		Log: q.log,
+		TallyFrom: q.exactBelow,
+		Log:       q.log,
 	}
 }
 

@@ -26,6 +26,17 @@ type Summary struct {
 	FinishedAsOf time.Time
 }
 
+// String formats s as %+v would, leaving out FinishedAsOf when the counts are exact:
+// "{Waiting:0 Active:0 Completed:1 Cancelled:0 Failed:0 Terminated:0 Total:1}".
+func (s Summary) String() string {
+	out := fmt.Sprintf("{Waiting:%d Active:%d Completed:%d Cancelled:%d Failed:%d Terminated:%d Total:%d",
+		s.Waiting, s.Active, s.Completed, s.Cancelled, s.Failed, s.Terminated, s.Total)
+	if !s.FinishedAsOf.IsZero() {
+		out += " FinishedAsOf:" + s.FinishedAsOf.UTC().Format(time.RFC3339)
+	}
+	return out + "}"
+}
+
 // exactBelowJobs is the size of table, by the server's own estimate, below which Summary
 // counts every job: a count costs the server about 6.5 µs per job, 65 ms here.
 const exactBelowJobs = 10000
