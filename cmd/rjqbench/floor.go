@@ -39,6 +39,11 @@ func floorProcess(ctx context.Context, addr string, k, n int, cpu cpuMeter) (res
 	if err := addWithLibrary(ctx, addr, db, n); err != nil {
 		return result{}, err
 	}
+	return floorLoop(ctx, s, db, k, n, cpu)
+}
+
+// floorLoop runs the floor loop with batch k over n waiting jobs of db's default queue.
+func floorLoop(ctx context.Context, s *r.Session, db string, k, n int, cpu cpuMeter) (result, error) {
 	table := r.DB(db).Table(queue.DefaultName)
 	read := r.DB(db).Table(queue.DefaultName, r.TableOpts{ReadMode: "outdated"})
 	var none job.Job

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 	"math/rand/v2"
+	"net"
 	"runtime"
 	"slices"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
+	"github.com/rjqgo/rethinkdb-job-queue/master"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
 
@@ -31,6 +33,8 @@ type scaleResult struct {
 	process, duringRemove float64
 	removed               int
 	removeTook            time.Duration
+	firstTally            time.Duration
+	floor                 float64
 	heapMiB               float64
 	serverCPUPerJob       string
 }
@@ -53,6 +57,18 @@ func measureScale(ctx context.Context, addr string, n int, cpu cpuMeter) (scaleR
 		return res, err
 	}
 	defer q.Stop(context.Background())
+	// What a Queue Master does on its first tally of the table, so that Summary reads it.
+	start := time.Now()
+	host, port := splitAddr(addr)
+	s, err := r.Connect(r.ConnectOpts{Address: net.JoinHostPort(host, strconv.Itoa(port))})
+	if err != nil {
+		return res, err
+	}
+	defer s.Close()
+	if err := master.AdvanceTally(ctx, master.Target{Session: s, DB: db, Table: queue.DefaultName, QueueID: "rjqbench"}); err != nil {
+		return res, fmt.Errorf("first tally: %w", err)
+	}
+	res.firstTally = time.Since(start)
 	var times []time.Duration
 	for range 5 {
 		start := time.Now()
@@ -73,6 +89,25 @@ func measureScale(ctx context.Context, addr string, n int, cpu cpuMeter) (scaleR
 		return res, err
 	}
 	res.serverCPUPerJob = perJob(cpuUsed(), scaleJobs)
+	// The floor on the same table, the queue paused meanwhile.
+	if err := q.Pause(ctx, false); err != nil {
+		return res, err
+	}
+	jobs := make([]*job.Job, scaleJobs)
+	for i := range jobs {
+		jobs[i] = q.CreateJob(i)
+	}
+	if _, err := q.AddJob(ctx, jobs...); err != nil {
+		return res, err
+	}
+	fl, err := floorLoop(ctx, s, db, 50, scaleJobs, cpu)
+	if err != nil {
+		return res, fmt.Errorf("floor: %w", err)
+	}
+	res.floor = fl.jobsPerSec
+	if err := q.Resume(ctx, false); err != nil {
+		return res, err
+	}
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -86,7 +121,7 @@ func measureScale(ctx context.Context, addr string, n int, cpu cpuMeter) (scaleR
 	}
 	defer master.Stop(context.Background())
 	removed := make(chan error, 1)
-	start := time.Now()
+	start = time.Now()
 	go func() {
 		rv, err := master.Review(ctx)
 		res.removed = rv.Removed
@@ -211,8 +246,8 @@ func finishedDoc(queueID string, now time.Time, i int) map[string]any {
 
 // scaleRows measures at each table size of list and prints a table of its own.
 func scaleRows(ctx context.Context, addr, list string, cpu cpuMeter) {
-	fmt.Printf("\n| finished jobs in the table | Summary | process C=50, jobs/s | server CPU/job | process during a retention pass, jobs/s | removed by it | its time | worker heap |\n")
-	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Printf("\n| finished jobs in the table | first tally | Summary | process C=50, jobs/s | server CPU/job | floor k=50, jobs/s | process during a retention pass, jobs/s | removed by it | its time | worker heap |\n")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, f := range strings.Split(list, ",") {
 		n, err := strconv.Atoi(f)
 		if err != nil || n < 0 {
@@ -222,7 +257,7 @@ func scaleRows(ctx context.Context, addr, list string, cpu cpuMeter) {
 		if err != nil {
 			log.Fatalf("scale %d: %v", n, err)
 		}
-		fmt.Printf("| %d | %s | %.0f | %s | %.0f | %d | %s | %.1f MiB |\n", res.n, ms(res.summary), res.process, res.serverCPUPerJob,
+		fmt.Printf("| %d | %s | %s | %.0f | %s | %.0f | %.0f | %d | %s | %.1f MiB |\n", res.n, res.firstTally.Round(time.Millisecond), ms(res.summary), res.process, res.serverCPUPerJob, res.floor,
 			res.duringRemove, res.removed, res.removeTook.Round(time.Millisecond), res.heapMiB)
 	}
 }
