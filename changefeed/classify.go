@@ -181,6 +181,9 @@ func num(doc map[string]any, key string) float64 {
 }
 
 func logLen(doc map[string]any) int {
+	if n, ok := doc[logLengthField].(float64); ok {
+		return int(n)
+	}
 	log, _ := doc["log"].([]any)
 	return len(log)
 }

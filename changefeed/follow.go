@@ -18,8 +18,13 @@ var ErrFeedEnded = errors.New("changefeed: the feed ended")
 // ctx must have no deadline: the driver uses it for every fetch of the feed. subscribed
 // may be nil.
 func Follow(ctx context.Context, s r.QueryExecutor, table r.Term, opts r.RunOpts, subscribed func(), handle func(Change)) error {
+	return follow(ctx, s, table.Changes(), opts, subscribed, handle)
+}
+
+// follow is Follow on a feed term.
+func follow(ctx context.Context, s r.QueryExecutor, feed r.Term, opts r.RunOpts, subscribed func(), handle func(Change)) error {
 	opts.Context = ctx
-	cur, err := table.Changes().Run(s, opts)
+	cur, err := feed.Run(s, opts)
 	if err != nil {
 		return err
 	}

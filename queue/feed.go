@@ -44,7 +44,7 @@ func (q *Queue) follow(ctx context.Context, first chan<- error) {
 			q.log.Info("changefeed reopened")
 			q.resync()
 		}
-		err := changefeed.Follow(ctx, q.session, q.db.Term(), q.cfg.runOpts, subscribed, q.onChange)
+		err := changefeed.FollowQueue(ctx, q.session, q.db.Term(), q.id, q.cfg.runOpts, subscribed, q.onChange)
 		if ctx.Err() != nil {
 			return
 		}

@@ -1,0 +1,45 @@
+package changefeed
+
+import (
+	"context"
+
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+)
+
+// logLengthField holds, in a document of a queue's feed (see FollowQueue), the length of
+// the job's log, which the feed leaves out.
+const logLengthField = "rjqFeedLogLength"
+
+// FollowQueue is Follow for the queue self: it follows only the changes Classify does not
+// ignore as self's own, and with each document's data, result and log (the bulk of a job)
+// left out on the server, and the log's length in their place. Every worker of a table
+// follows every change of every job; sending each whole, for it to drop most of them,
+// cost the server and the worker more than the changes themselves.
+func FollowQueue(ctx context.Context, s r.QueryExecutor, table r.Term, self string, opts r.RunOpts, subscribed func(), handle func(Change)) error {
+	return follow(ctx, s, queueFeed(table, self), opts, subscribed, handle)
+}
+
+// queueFeed is the feed FollowQueue follows.
+func queueFeed(table r.Term, self string) r.Term {
+	return table.Changes().Filter(func(ch r.Term) r.Term {
+		// A deletion (no new value) passes: it does not say who made it.
+		doc := ch.Field("new_val").Default(nil)
+		return r.Branch(doc.TypeOf().Eq("OBJECT"), doc.Field("queueId").Default(nil).Ne(self), true)
+	}).Map(func(ch r.Term) any {
+		return map[string]any{
+			"old_val": project(ch.Field("old_val").Default(nil)),
+			"new_val": project(ch.Field("new_val").Default(nil)),
+		}
+	})
+}
+
+// project leaves out of doc what classifying a change never reads. Every step holds on a
+// document written by hand, whatever its fields hold: an error here would end the feed.
+func project(doc r.Term) r.Term {
+	log := doc.Field("log").Default(nil)
+	return r.Branch(doc.TypeOf().Eq("OBJECT"),
+		doc.Without("data", "result", "log").Merge(map[string]any{
+			logLengthField: r.Branch(log.TypeOf().Eq("ARRAY"), log.Count(), 0),
+		}),
+		doc)
+}
