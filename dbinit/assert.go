@@ -63,6 +63,10 @@ type Target struct {
 	// default, one of each). A table that exists keeps its configuration, whatever these
 	// say: reconfiguring a table is an operator's decision (see rethinkdb's reconfigure).
 	Shards, Replicas int
+	// Beside names, for a side table, the queue's table beside it: with Replicas zero,
+	// the side table is created with as many replicas as that table has, so that it
+	// survives the loss of a server as the queue's table does.
+	Beside string
 }
 
 // assertTimeout bounds how long Assert keeps retrying creation steps that a concurrent
@@ -84,6 +88,7 @@ const assertTimeout = time.Minute
 func Assert(ctx context.Context, t Target) error {
 	ctx, cancel := context.WithTimeout(ctx, assertTimeout)
 	defer cancel()
+	t = t.withReplicasOfBeside(ctx)
 	backoff := 20 * time.Millisecond
 	for {
 		err := assertOnce(ctx, t)

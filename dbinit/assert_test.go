@@ -142,3 +142,32 @@ func TestAssertOnACluster(t *testing.T) {
 		session.Close()
 	}
 }
+
+// A side table takes the replica count of the queue's table beside it, so that it
+// survives what that table survives. It runs only against a cluster of three or more
+// servers named in RJQ_TEST_CLUSTER.
+func TestSideTableHasTheReplicasOfItsQueueTable(t *testing.T) {
+	addrs := os.Getenv("RJQ_TEST_CLUSTER")
+	if addrs == "" {
+		t.Skip("RJQ_TEST_CLUSTER is not set: start a RethinkDB cluster of three servers and name them there (host:port,host:port,...)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	session, err := r.Connect(r.ConnectOpts{Addresses: strings.Split(addrs, ","), Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	defer session.Close()
+	db := fmt.Sprintf("t_side_%06x", rand.Uint32()>>8)
+	defer func() { _, _ = r.DBDrop(db).RunWrite(session) }()
+	require.NoError(t, dbinit.Assert(ctx, dbinit.Target{Session: session, DB: db, Table: "jobs", Replicas: 3}))
+	require.NoError(t, dbinit.Assert(ctx, dbinit.Target{Session: session, DB: db, Table: "jobs_workers", NoIndexes: true, Beside: "jobs"}))
+	require.NoError(t, dbinit.Assert(ctx, dbinit.Target{Session: session, DB: db, Table: "jobs_alone", NoIndexes: true}))
+	replicas := func(table string) int {
+		var n int
+		cur, err := r.DB(db).Table(table).Config().Field("shards").Nth(0).Field("replicas").Count().Run(session)
+		require.NoError(t, err)
+		require.NoError(t, cur.One(&n))
+		return n
+	}
+	assert.Equal(t, 3, replicas("jobs_workers"), "beside a table of three replicas")
+	assert.Equal(t, 1, replicas("jobs_alone"), "the server's default")
+}

@@ -53,7 +53,8 @@ func (t Target) table() *rdb.Table {
 
 // assertStats creates the table's stats side table if it is missing.
 func (t Target) assertStats(ctx context.Context) error {
-	err := dbinit.Assert(ctx, dbinit.Target{Session: t.Session, DB: t.DB, Table: t.Table + rdb.StatsSuffix, RunOpts: t.RunOpts, NoIndexes: true})
+	err := dbinit.Assert(ctx, dbinit.Target{Session: t.Session, DB: t.DB, Table: t.Table + rdb.StatsSuffix, RunOpts: t.RunOpts,
+		NoIndexes: true, Beside: t.Table})
 	if err != nil {
 		return fmt.Errorf("master: create the table %s: %w", t.Table+rdb.StatsSuffix, err)
 	}

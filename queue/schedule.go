@@ -123,6 +123,7 @@ func (q *Queue) Schedules(ctx context.Context) ([]Schedule, error) {
 func (q *Queue) assertSide(ctx context.Context, suffix string) error {
 	err := dbinit.Assert(ctx, dbinit.Target{
 		Session: q.session, DB: q.cfg.db, Table: q.cfg.name + suffix, RunOpts: q.cfg.runOpts, NoIndexes: true,
+		Beside: q.cfg.name,
 	})
 	if err != nil {
 		return fmt.Errorf("queue %s: create the table %s: %w", q.cfg.name, q.cfg.name+suffix, err)
