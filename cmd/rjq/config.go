@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
@@ -35,6 +36,9 @@ type config struct {
 	tlsCA string
 }
 
+// parseGlobal parses the global flags, which may come before the command or after it,
+// among the command's own: `rjq summary --queue mail` is `rjq --queue mail summary`. It
+// returns the config and the command with its own arguments.
 func parseGlobal(args []string, stderr io.Writer) (config, []string, error) {
 	c := config{addr: os.Getenv("RJQ_ADDR"), user: os.Getenv("RJQ_USER"), password: os.Getenv("RJQ_PASSWORD"),
 		tls: os.Getenv("RJQ_TLS") == "1", tlsCA: os.Getenv("RJQ_TLS_CA")}
@@ -50,13 +54,48 @@ func parseGlobal(args []string, stderr io.Writer) (config, []string, error) {
 	fs.BoolVar(&c.tls, "tls", c.tls, "connect with TLS, trusting the system's roots (env RJQ_TLS=1)")
 	fs.StringVar(&c.tlsCA, "tls-ca", c.tlsCA, "connect with TLS, trusting the CA certificates of this PEM file (env RJQ_TLS_CA)")
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
-	if err := fs.Parse(args); err != nil {
+	parse := func(args []string) error {
+		err := fs.Parse(args)
 		if errors.Is(err, flag.ErrHelp) {
-			return c, nil, errHelp
+			return errHelp
 		}
+		return err
+	}
+	if err := parse(args); err != nil {
 		return c, nil, err
 	}
-	return c, fs.Args(), nil
+	rest := fs.Args()
+	if len(rest) == 0 {
+		return c, rest, nil
+	}
+	own, globals := splitGlobal(fs, rest[1:])
+	if err := parse(globals); err != nil {
+		return c, nil, err
+	}
+	return c, append(rest[:1:1], own...), nil
+}
+
+// splitGlobal takes the flags of fs out of a command's arguments (up to a "--"), each
+// with its value, and returns the command's own arguments and the flags taken.
+func splitGlobal(fs *flag.FlagSet, args []string) (own, globals []string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(own, args[i:]...), globals
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		f := fs.Lookup(name)
+		if !strings.HasPrefix(a, "-") || f == nil {
+			own = append(own, a)
+			continue
+		}
+		globals = append(globals, a)
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !hasValue && !(ok && b.IsBoolFlag()) && i+1 < len(args) {
+			i++
+			globals = append(globals, args[i])
+		}
+	}
+	return own, globals
 }
 
 // hostPort splits the address flag.
@@ -112,7 +151,7 @@ func (c config) tlsConfig() (*tls.Config, error) {
 // no arguments, refusing any.
 func (c config) openNoArgs(ctx context.Context, command string, args []string, watching bool) (*queue.Queue, func(), error) {
 	if len(args) > 0 {
-		return nil, nil, usagef("%s takes no arguments", command)
+		return nil, nil, usagef("%s takes no arguments, got %q (global flags such as --queue may come before or after the command)", command, strings.Join(args, " "))
 	}
 	if watching {
 		return c.openWatching(ctx)

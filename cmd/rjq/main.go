@@ -5,6 +5,8 @@
 //
 //	rjq [--addr host:port] [--db name] [--queue name] [--json] command [args]
 //
+// The global flags may also come after the command: rjq summary --queue mail.
+//
 // It uses the standard flag package rather than a command framework: a dozen
 // subcommands with the same few flags need nothing more, and the module stays free of
 // dependencies beyond the library's.
@@ -80,6 +82,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 const usage = `usage: rjq [--addr host:port] [--db name] [--queue name] [--json] [--tls | --tls-ca file] command [args]
+(the global flags may also come after the command)
 
 commands:
   summary                  job counts by status
