@@ -33,6 +33,9 @@ var commands = map[string]command{
 	"review":    cmdReview,
 	"watch":     cmdWatch,
 	"queues":    cmdQueues,
+	"workers":   cmdWorkers,
+	"schedules": cmdSchedules,
+	"limits":    cmdLimits,
 	"web":       cmdWeb,
 }
 

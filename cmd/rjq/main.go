@@ -96,6 +96,9 @@ commands:
   review                   run a Queue Master review once
   watch                    live events, one line each, until Ctrl-C
   queues                   the queue tables of the database
+  workers                  the live Go workers of the queue (from their heartbeats)
+  schedules                the queue's cron schedules and their next runs
+  limits                   the rate limits and time windows of job names
   web [--listen addr] [--actions]
                            dashboard at /, Prometheus metrics at /metrics
 

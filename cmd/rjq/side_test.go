@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testserver"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+	"github.com/rjqgo/rethinkdb-job-queue/queue"
+)
+
+// workers, schedules and limits show what a processing queue registered, set and
+// scheduled, as text and as JSON.
+func TestWorkersSchedulesAndLimits(t *testing.T) {
+	srv := testserver.Get(t)
+	db := testserver.DB(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	q, err := queue.New(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: db},
+		&queue.Options{DatabaseInitDelay: -1, MasterInterval: -1, Concurrency: 3})
+	require.NoError(t, err)
+	defer func() { _ = q.Stop(context.Background()) }()
+	require.NoError(t, q.Ready(ctx))
+	bin := binary(t)
+	base := []string{"--addr", net.JoinHostPort(srv.Host, strconv.Itoa(srv.Port)), "--db", db}
+
+	for _, cmd := range []string{"workers", "schedules", "limits"} {
+		res := rjq(t, bin, append(base, cmd)...)
+		require.Equal(t, 0, res.code, "%s: %s", cmd, res.stderr)
+		assert.Contains(t, res.stdout, "no ", "%s on a queue with none", cmd)
+	}
+
+	require.NoError(t, q.Process(func(context.Context, *job.Job) (any, error) { return nil, nil }))
+	require.NoError(t, q.Schedule(ctx, "nightly", "0 3 * * *", nil, nil))
+	require.NoError(t, q.SetLimit(ctx, "mail", queue.Limit{Starts: 10, Per: time.Minute}))
+	var workers []workerRow
+	require.Eventually(t, func() bool {
+		res := rjq(t, bin, append(base, "--json", "workers")...)
+		return res.code == 0 && json.Unmarshal([]byte(res.stdout), &workers) == nil && len(workers) == 1
+	}, 30*time.Second, 200*time.Millisecond, "the processing queue registers")
+	assert.Equal(t, q.ID(), workers[0].QueueID)
+	assert.Equal(t, 3, workers[0].Concurrency)
+
+	res := rjq(t, bin, append(base, "schedules", "--json")...)
+	require.Equal(t, 0, res.code, res.stderr)
+	var schedules []scheduleRow
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &schedules))
+	require.Len(t, schedules, 1)
+	assert.Equal(t, "nightly", schedules[0].Name)
+	assert.Equal(t, "0 3 * * *", schedules[0].Spec)
+	assert.True(t, schedules[0].Next.After(time.Now()), "the next run is to come: %v", schedules[0].Next)
+
+	res = rjq(t, bin, append(base, "limits")...)
+	require.Equal(t, 0, res.code, res.stderr)
+	assert.Contains(t, res.stdout, "mail")
+	assert.Contains(t, res.stdout, "10 per 1m0s")
+}
