@@ -25,6 +25,7 @@ var commands = map[string]command{
 	"summary":   cmdSummary,
 	"list":      cmdList,
 	"show":      cmdShow,
+	"add":       cmdAdd,
 	"cancel":    cmdCancel,
 	"reanimate": cmdReanimate,
 	"remove":    cmdRemove,

@@ -89,6 +89,8 @@ commands:
   list [--status s] [--name n] [--limit n] [--after id]
                            jobs in id order, a page at a time (--after: the last id shown)
   show ID                  one job with its log
+  add [--data JSON] [--name n] [--priority p] [--delay d] [--timeout d] [--retry-max n] [--unique key]
+                           add one job
   cancel ID... [--reason r]
   reanimate ID...
   remove ID...

@@ -62,3 +62,51 @@ func TestWorkersSchedulesAndLimits(t *testing.T) {
 	assert.Contains(t, res.stdout, "mail")
 	assert.Contains(t, res.stdout, "10 per 1m0s")
 }
+
+// add adds the job it is given, and refuses bad input without writing anything.
+func TestAddAddsAJobByHand(t *testing.T) {
+	srv := testserver.Get(t)
+	db := testserver.DB(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	q, err := queue.New(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: db},
+		&queue.Options{DatabaseInitDelay: -1, MasterInterval: -1})
+	require.NoError(t, err)
+	defer func() { _ = q.Stop(context.Background()) }()
+	require.NoError(t, q.Ready(ctx))
+	bin := binary(t)
+	base := []string{"--addr", net.JoinHostPort(srv.Host, strconv.Itoa(srv.Port)), "--db", db}
+
+	res := rjq(t, bin, append(base, "add", "--data", `{"to":"ann@example.com"}`, "--name", "mail", "--priority", "high",
+		"--delay", "1h", "--retry-max", "5", "--json")...)
+	require.Equal(t, 0, res.code, res.stderr)
+	var added struct{ ID, Status string }
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &added))
+	got, err := q.GetJob(ctx, added.ID)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	j := got[0]
+	assert.Equal(t, job.Waiting, j.Status)
+	assert.Equal(t, "mail", j.Name)
+	assert.Equal(t, job.High, j.Priority)
+	assert.Equal(t, 5, j.RetryMax)
+	assert.Equal(t, map[string]any{"to": "ann@example.com"}, j.Data)
+	assert.WithinDuration(t, time.Now().Add(time.Hour), j.DateEnable, time.Minute)
+
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"add", "--data", "{not json"}, "not JSON"},
+		{[]string{"add", "--priority", "urgent"}, "--priority"},
+		{[]string{"add", "--timeout", "-1s"}, "add"},
+		{[]string{"add", "extra"}, "flags only"},
+	} {
+		res := rjq(t, bin, append(base, tc.args...)...)
+		assert.Equal(t, exitUsage, res.code, "%v: %s", tc.args, res.stderr)
+		assert.Contains(t, res.stderr, tc.says, "%v", tc.args)
+	}
+	s, err := q.Summary(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, s.Total, "bad input added nothing")
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// cmdAdd adds one job by hand: a retry of something that never got queued, a test run of
+// a handler. The payload is JSON, stored as the library would store it.
+func cmdAdd(ctx context.Context, c config, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("add", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	data := fs.String("data", "", "the payload, as JSON (default: none)")
+	name := fs.String("name", "", "the job's name (default: its id)")
+	priority := fs.String("priority", "normal", "lowest, low, normal, medium, high or highest")
+	delay := fs.Duration("delay", 0, "run it no sooner than this from now")
+	timeout := fs.Duration("timeout", 0, "how long one run may take (default: the library's)")
+	retries := fs.Int("retry-max", -1, "how many times a failed run is retried (default: the library's)")
+	unique := fs.String("unique", "", "a unique key: no job is added while another with the key is unfinished")
+	if err := fs.Parse(args); err != nil {
+		return usagef("add: %v", err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("add takes flags only, got %q", fs.Args())
+	}
+	var payload any
+	if *data != "" {
+		if err := json.Unmarshal([]byte(*data), &payload); err != nil {
+			return usagef("add --data: not JSON: %v", err)
+		}
+	}
+	p, err := job.ParsePriority(*priority)
+	if err != nil {
+		return usagef("add --priority: %v", err)
+	}
+	q, done, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	j := q.CreateJob(payload).SetPriority(p)
+	if *retries >= 0 {
+		j.SetRetryMax(*retries)
+	}
+	if *name != "" {
+		j.SetName(*name)
+	}
+	if *timeout != 0 {
+		j.SetTimeout(*timeout)
+	}
+	if *delay > 0 {
+		j.SetDateEnable(time.Now().Add(*delay))
+	}
+	if *unique != "" {
+		j.SetUniqueKey(*unique)
+	}
+	if err := j.Err(); err != nil {
+		return usagef("add: %v", err)
+	}
+	added, err := q.AddJob(ctx, j)
+	if errors.Is(err, job.ErrInvalid) {
+		return usagef("add: %v", err)
+	}
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return json.NewEncoder(out).Encode(map[string]any{"id": added[0].ID, "status": added[0].Status})
+	}
+	fmt.Fprintf(out, "%s %s\n", added[0].ID, added[0].Status)
+	return nil
+}
