@@ -18,7 +18,7 @@ type crossResult struct {
 	// claimQueriesPerJob are the workers' candidate reads and claim writes per job
 	// added; queriesPerJob every query they sent, changefeed fetches included.
 	claimQueriesPerJob, queriesPerJob float64
-	jobsPerSec                      float64
+	jobsPerSec                        float64
 }
 
 // measureCross adds n jobs one at a time, 20 ms apart, from a queue of this process to a
@@ -122,9 +122,9 @@ func measureBurst(ctx context.Context, addr string, workers, n int) (crossResult
 	total, reads := finish(children)
 	finished = true
 	return crossResult{
-		jobsPerSec:       float64(n) / last.Sub(t0).Seconds(),
+		jobsPerSec:         float64(n) / last.Sub(t0).Seconds(),
 		claimQueriesPerJob: float64(reads) / float64(n),
-		queriesPerJob:    float64(total) / float64(n),
+		queriesPerJob:      float64(total) / float64(n),
 	}, nil
 }
 

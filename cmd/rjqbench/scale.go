@@ -23,8 +23,8 @@ import (
 // Users keep finished jobs for months: the scale measurement fills a queue's table with n
 // finished jobs in the Node format (completed, with a few cancelled and terminated, their
 // dateFinished spread over the last 30 days), then measures what must not grow with n:
-// Summary, processing at concurrency 50, processing while a retention pass removes the
-// jobs older than 7 days, and the worker's live heap.
+// Summary, the dashboard's calls, processing at concurrency 50, processing while a
+// retention pass removes the jobs older than 7 days, and the worker's live heap.
 
 // scaleResult is what one table size measured.
 type scaleResult struct {
@@ -37,6 +37,7 @@ type scaleResult struct {
 	floor                 float64
 	heapMiB               float64
 	serverCPUPerJob       string
+	dashboard             []dashboardCall
 }
 
 // scaleJobs is how many jobs each processing measurement of -scale runs.
@@ -79,6 +80,9 @@ func measureScale(ctx context.Context, addr string, n int, cpu cpuMeter) (scaleR
 	}
 	slices.Sort(times)
 	res.summary = times[len(times)/2]
+	if res.dashboard, err = dashboardTimes(ctx, addr, db); err != nil {
+		return res, fmt.Errorf("dashboard: %w", err)
+	}
 
 	events := q.Events(ctx, queue.EventCompleted, queue.EventError)
 	if err := q.Process(func(context.Context, *job.Job) (any, error) { return nil, nil }); err != nil {
@@ -246,8 +250,8 @@ func finishedDoc(queueID string, now time.Time, i int) map[string]any {
 
 // scaleRows measures at each table size of list and prints a table of its own.
 func scaleRows(ctx context.Context, addr, list string, cpu cpuMeter) {
-	fmt.Printf("\n| finished jobs in the table | first tally | Summary | process C=50, jobs/s | server CPU/job | floor k=50, jobs/s | process during a retention pass, jobs/s | removed by it | its time | worker heap |\n")
-	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Printf("\n| finished jobs in the table | first tally | Summary | process C=50, jobs/s | server CPU/job | floor k=50, jobs/s | process during a retention pass, jobs/s | removed by it | its time | worker heap | slowest dashboard call (median of 5) |\n")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, f := range strings.Split(list, ",") {
 		n, err := strconv.Atoi(f)
 		if err != nil || n < 0 {
@@ -257,7 +261,7 @@ func scaleRows(ctx context.Context, addr, list string, cpu cpuMeter) {
 		if err != nil {
 			log.Fatalf("scale %d: %v", n, err)
 		}
-		fmt.Printf("| %d | %s | %s | %.0f | %s | %.0f | %.0f | %d | %s | %.1f MiB |\n", res.n, res.firstTally.Round(time.Millisecond), ms(res.summary), res.process, res.serverCPUPerJob, res.floor,
-			res.duringRemove, res.removed, res.removeTook.Round(time.Millisecond), res.heapMiB)
+		fmt.Printf("| %d | %s | %s | %.0f | %s | %.0f | %.0f | %d | %s | %.1f MiB | %s |\n", res.n, res.firstTally.Round(time.Millisecond), ms(res.summary), res.process, res.serverCPUPerJob, res.floor,
+			res.duringRemove, res.removed, res.removeTook.Round(time.Millisecond), res.heapMiB, slowest(res.dashboard))
 	}
 }

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The dashboard's calls at scale: -scale starts `rjq web` (built from ./cmd/rjq, so run
+// rjqbench from the repository's root) on the filled table and times each API call and
+// a /metrics scrape, as an operator's browser and Prometheus make them.
+
+var (
+	rjqOnce sync.Once
+	rjqBin  string
+	rjqErr  error
+)
+
+// rjqBinary builds rjq once per run.
+func rjqBinary() (string, error) {
+	rjqOnce.Do(func() {
+		rjqBin = filepath.Join(os.TempDir(), fmt.Sprintf("rjqbench-rjq-%d", os.Getpid()))
+		out, err := exec.Command("go", "build", "-o", rjqBin, "./cmd/rjq").CombinedOutput()
+		if err != nil {
+			rjqErr = fmt.Errorf("build ./cmd/rjq (run rjqbench from the repository's root): %v: %s", err, out)
+		}
+	})
+	return rjqBin, rjqErr
+}
+
+// dashboardCall is the median time of one dashboard call.
+type dashboardCall struct {
+	path string
+	url  string // when it differs from path
+	took time.Duration
+}
+
+// dashboardTimes serves db's default queue with `rjq web` and returns the median of five
+// calls of each API path, and of /metrics.
+func dashboardTimes(ctx context.Context, addr, db string) ([]dashboardCall, error) {
+	bin, err := rjqBinary()
+	if err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	listen := l.Addr().String()
+	l.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--addr", addr, "--db", db, "web", "--listen", listen)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	defer func() { cancel(); _ = cmd.Wait() }()
+	base := "http://" + listen
+	get := func(path string) ([]byte, time.Duration, error) {
+		start := time.Now()
+		res, err := http.Get(base + path)
+		if err != nil {
+			return nil, 0, err
+		}
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		if err == nil && res.StatusCode != http.StatusOK {
+			err = fmt.Errorf("GET %s: %s: %s", path, res.Status, strings.TrimSpace(string(body)))
+		}
+		return body, time.Since(start), err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, _, err := get("/api/summary"); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			return nil, fmt.Errorf("rjq web did not answer: %w", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	body, _, err := get("/api/jobs?status=completed")
+	if err != nil {
+		return nil, err
+	}
+	var finished []struct{ ID string }
+	if err := json.Unmarshal(body, &finished); err != nil {
+		return nil, fmt.Errorf("/api/jobs: %w", err)
+	}
+	calls := []dashboardCall{{path: "/api/summary"}, {path: "/api/jobs"}, {path: "/api/jobs?status=waiting"},
+		{path: "/api/jobs?status=completed"}, {path: "/api/throughput"}, {path: "/metrics"}}
+	if len(finished) > 0 {
+		calls = append(calls, dashboardCall{path: "/api/jobs/{id}", url: "/api/jobs/" + finished[0].ID})
+	}
+	for i, c := range calls {
+		var times []time.Duration
+		for range 5 {
+			_, took, err := get(cmp.Or(c.url, c.path))
+			if err != nil {
+				return nil, err
+			}
+			times = append(times, took)
+		}
+		slices.Sort(times)
+		calls[i].took = times[len(times)/2]
+	}
+	return calls, nil
+}
+
+// slowest formats the slowest call of calls and every call's time.
+func slowest(calls []dashboardCall) string {
+	if len(calls) == 0 {
+		return "-"
+	}
+	worst := slices.MaxFunc(calls, func(a, b dashboardCall) int { return int(a.took - b.took) })
+	parts := make([]string, len(calls))
+	for i, c := range calls {
+		parts[i] = fmt.Sprintf("%s %s", c.path, ms(c.took))
+	}
+	return fmt.Sprintf("%s (%s; %s)", ms(worst.took), worst.path, strings.Join(parts, ", "))
+}
