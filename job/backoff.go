@@ -5,8 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
-
-	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
 )
 
 // Backoff is a job's retry delay policy. The zero Backoff is the original's: linear,
@@ -41,10 +39,10 @@ func (j *Job) SetBackoff(b Backoff) *Job {
 		return j.fail(err)
 	}
 	if b == (Backoff{}) {
-		delete(j.Fields, docfmt.Backoff)
+		delete(j.Fields, fieldBackoff)
 		return j
 	}
-	j.setField(docfmt.Backoff, map[string]any{
+	j.setField(fieldBackoff, map[string]any{
 		"exponential": b.Exponential,
 		"min":         b.Min.Milliseconds(),
 		"max":         b.Max.Milliseconds(),
@@ -56,18 +54,18 @@ func (j *Job) SetBackoff(b Backoff) *Job {
 // Backoff returns the job's retry delay policy, as SetBackoff stored it. A stored value
 // that is not a valid policy (written by hand, say) reads as the linear default.
 func (j *Job) Backoff() Backoff {
-	m, ok := j.Fields[docfmt.Backoff].(map[string]any)
+	m, ok := j.Fields[fieldBackoff].(map[string]any)
 	if !ok {
 		return Backoff{}
 	}
 	ms := func(k string) (time.Duration, bool) {
-		n, ok := docfmt.Number(m[k])
+		n, ok := number(m[k])
 		return time.Duration(n) * time.Millisecond, ok && n >= 0 && n <= maxSafeInt
 	}
 	exp, ok1 := m["exponential"].(bool)
 	lo, ok2 := ms("min")
 	hi, ok3 := ms("max")
-	jitter, ok4 := docfmt.Number(m["jitter"])
+	jitter, ok4 := number(m["jitter"])
 	ok4 = ok4 && !math.IsNaN(jitter)
 	b := Backoff{Exponential: exp, Min: lo, Max: hi, Jitter: jitter}
 	if !ok1 || !ok2 || !ok3 || !ok4 || b.validate() != nil {

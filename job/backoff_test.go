@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-
-	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
 )
 
 func TestBackoffBadInput(t *testing.T) {
@@ -18,6 +16,6 @@ func TestBackoffBadInput(t *testing.T) {
 		assert.Equal(t, Backoff{}, j.Backoff(), "an invalid policy is not applied")
 	}
 	j := New(nil, DefaultOptions())
-	j.Fields = map[string]any{docfmt.Backoff: map[string]any{"exponential": true, "min": "x"}}
+	j.Fields = map[string]any{fieldBackoff: map[string]any{"exponential": true, "min": "x"}}
 	assert.Equal(t, Backoff{}, j.Backoff(), "a malformed stored policy reads as linear")
 }

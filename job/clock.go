@@ -3,12 +3,7 @@ package job
 import (
 	"sync"
 	"time"
-
-	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
 )
-
-// toMillis cuts t to what RethinkDB keeps.
-func toMillis(t time.Time) time.Time { return docfmt.Millis(t) }
 
 // maxCreationLead bounds how far ahead of the clock a creation time may run.
 const maxCreationLead = 999 * time.Millisecond

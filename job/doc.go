@@ -23,9 +23,11 @@
 // Differences from the Node.js library: a job's payload is always the "data" field (Node.js
 // spreads an object payload over the top level; read such jobs' fields from Fields), an
 // empty name is refused by SetName, and creation times are made distinct to the
-// millisecond within a process, which keeps the claim query fast (see clock.go). The
-// mapping itself, and every query, lives in the library's storage layer (internal/rdb);
-// this package does not import the driver.
+// millisecond within a process, which keeps the claim query fast (see clock.go). The job
+// document's mapping, and every query, lives in the library's storage layer
+// (internal/rdb), but for a log entry's (LogEntry.Document, LogEntryFromDocument), which
+// needs what an entry carries beyond its fields. This package imports neither the driver
+// nor any internal package of the library.
 //
 // # Beyond the contract
 //
@@ -34,6 +36,13 @@
 //
 //   - New, to build a job away from a queue (a producer that batches jobs); AddJob
 //     attaches it.
+//   - Store and Job.Attach, the typed seam through which a queue saves the jobs it hands
+//     out and decodes their payloads and results; a Store of your own (a fake in tests)
+//     serves code that calls Update, AddLog, UpdateProgress, DataAs or Result.
+//   - LogEntry.Document, LogEntryFromDocument and LogEntry's WithDuration, WithError and
+//     WithoutData: a log entry's stored form, for the storage layer. They live here
+//     because an entry read from the database keeps, hidden, which optional fields it had
+//     and the fields of other writers, so that it is written back as it was.
 //   - Validate (on Job and Options) and WithDefaults, to check input before it reaches a
 //     queue; AddJob and SetJobOptions call them.
 //   - CheckValue, to check early that a payload can be stored; AddJob checks it too.

@@ -1,8 +1,6 @@
 package job
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -11,9 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-
-	"github.com/rjqgo/rethinkdb-job-queue/internal/bridge"
-	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
 )
 
 // Job is one unit of work and the Go form of one document in the queue's table. Read jobs
@@ -51,31 +46,9 @@ type Job struct {
 	// Node.js jobs created from an object keep that object's keys here.
 	Fields map[string]any
 
-	store saver
+	// store saves the job and decodes its values; nil for a job no queue handed out.
+	store Store
 	err   error
-}
-
-// saver is what a job needs from its queue to save itself. Package queue implements it;
-// internal/bridge attaches it.
-type saver interface {
-	// SaveJob saves every field of j with the log entry "Job updated".
-	SaveJob(ctx context.Context, j *Job) error
-	// SaveLog appends an entry made of the given values to the stored job's log and to j.Log.
-	SaveLog(ctx context.Context, j *Job, data any, message string, typ LogType, status Status) error
-	// SaveProgress stores the progress of an active job.
-	SaveProgress(ctx context.Context, j *Job, percent float64) error
-}
-
-func init() {
-	bridge.SetStore = func(j, store any) {
-		jb := j.(*Job)
-		if store == nil {
-			jb.store = nil
-			return
-		}
-		jb.store = store.(saver)
-	}
-	bridge.LogMetaOf = func(e any) *bridge.LogMeta { return &e.(*LogEntry).meta }
 }
 
 // New returns a job with status Created, a new id, the given payload and options, not yet
@@ -193,28 +166,13 @@ func (j *Job) SetDateEnable(t time.Time) *Job {
 	return j
 }
 
-// DataAs decodes the job's payload into v, which must be a non-nil pointer. It follows the
-// rethinkdb-go encoding rules (the `rethinkdb` struct tag, else `json`), the rules the
-// payload was stored by. In a program that links no queue (only package job), it falls
-// back to encoding/json.
+// DataAs decodes the job's payload into v, which must be a non-nil pointer. The job's
+// store decodes it (see Store.Decode), by the rules the payload was stored by: for a
+// queue's jobs, rethinkdb-go's (the `rethinkdb` struct tag, else `json`). A job with no
+// store (made by New and not yet added) decodes by encoding/json's rules.
 func (j *Job) DataAs(v any) error {
-	if err := decodeInto(j.Data, v); err != nil {
+	if err := j.decode(j.Data, v); err != nil {
 		return fmt.Errorf("job %s: data: %w", j.ID, err)
-	}
-	return nil
-}
-
-// decodeInto decodes value, as the driver gives or takes it, into the pointer v.
-func decodeInto(value, v any) error {
-	if bridge.DecodeData != nil {
-		return bridge.DecodeData(value, v)
-	}
-	b, err := json.Marshal(value)
-	if err != nil {
-		return fmt.Errorf("encode: %w", err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("decode into %T: %w", v, err)
 	}
 	return nil
 }
@@ -250,7 +208,7 @@ func (j *Job) Validate() error {
 		errs = append(errs, ErrInvalidDateEnable)
 	}
 	for k := range j.Fields {
-		errs = append(errs, checkField(!docfmt.Reserved(k), "%q is a job field: set it through the Job struct, not Fields", k))
+		errs = append(errs, checkField(!reservedField(k), "%q is a job field: set it through the Job struct, not Fields", k))
 	}
 	if err := CheckValue(j.Data); err != nil {
 		errs = append(errs, fmt.Errorf("payload: %w", err))

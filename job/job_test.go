@@ -1,6 +1,7 @@
 package job
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"sync"
@@ -335,8 +336,8 @@ func TestClampProgress(t *testing.T) {
 	}
 }
 
-func TestDataAsWithoutAQueueFallsBackToJSON(t *testing.T) {
-	// This test binary links no queue, so DataAs decodes by encoding/json.
+func TestDataAsWithoutAStoreFallsBackToJSON(t *testing.T) {
+	// A job made by New has no store, so DataAs decodes by encoding/json.
 	type mail struct {
 		To string `json:"to"`
 	}
@@ -344,4 +345,35 @@ func TestDataAsWithoutAQueueFallsBackToJSON(t *testing.T) {
 	require.NoError(t, New(map[string]any{"to": "a@b.c"}, DefaultOptions()).DataAs(&m))
 	assert.Equal(t, "a@b.c", m.To)
 	assert.Error(t, New(func() {}, DefaultOptions()).DataAs(&m), "a value JSON cannot encode")
+}
+
+func TestDataAsAndResultDecodeThroughTheStore(t *testing.T) {
+	// The store's rules, not JSON's: this one reads every value as the string "stored".
+	s := &fakeStore{decode: func(_, v any) error {
+		*v.(*string) = "stored"
+		return nil
+	}}
+	j := attached(s, 42)
+	j.Log = append(j.Log, LogEntry{Message: MessageCompleted, Data: 7})
+	var data, result string
+	require.NoError(t, j.DataAs(&data))
+	require.NoError(t, j.Result(&result))
+	assert.Equal(t, "stored", data)
+	assert.Equal(t, "stored", result)
+	calls := s.Calls()
+	require.Len(t, calls, 2)
+	assert.Equal(t, storeCall{method: "Decode", data: 42}, calls[0])
+	assert.Equal(t, storeCall{method: "Decode", data: 7}, calls[1])
+
+	// Its errors are the caller's, with the job's id.
+	s.err = errors.New("no")
+	err := j.DataAs(&data)
+	assert.ErrorIs(t, err, s.err)
+	assert.Contains(t, err.Error(), j.ID)
+
+	// Detached, the job decodes by JSON again.
+	j.Attach(nil)
+	var n int
+	require.NoError(t, j.DataAs(&n))
+	assert.Equal(t, 42, n)
 }

@@ -16,14 +16,14 @@ const messageCompletedBefore = "Job completed successfully"
 // Result decodes the handler's result of the job's last completed run (the data of its
 // completion log entry, as the original stores it) into v, which must be a non-nil pointer.
 // A repeating job has a result after each run. It returns ErrNoResult when the job has
-// not completed, and nothing is decoded for a nil result.
+// not completed, and nothing is decoded for a nil result. It decodes as DataAs does.
 func (j *Job) Result(v any) error {
 	for i := len(j.Log) - 1; i >= 0; i-- {
 		e := j.Log[i]
 		if e.Message != MessageCompleted && e.Message != messageCompletedBefore {
 			continue
 		}
-		if err := decodeInto(e.Data, v); err != nil {
+		if err := j.decode(e.Data, v); err != nil {
 			return fmt.Errorf("job %s: result: %w", j.ID, err)
 		}
 		return nil

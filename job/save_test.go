@@ -9,13 +9,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/rjqgo/rethinkdb-job-queue/internal/bridge"
 )
 
-// fakeStore is a saver that records its calls.
+// fakeStore is a Store that records its calls.
 type fakeStore struct {
 	err error // returned by every call
+	// decode, when set, is what Decode does.
+	decode func(value, v any) error
 
 	mu    sync.Mutex
 	calls []storeCall
@@ -56,12 +56,19 @@ func (s *fakeStore) Calls() []storeCall {
 	return append([]storeCall(nil), s.calls...)
 }
 
-var _ saver = (*fakeStore)(nil)
+func (s *fakeStore) Decode(value, v any) error {
+	if err := s.record(storeCall{method: "Decode", data: value}); err != nil {
+		return err
+	}
+	return s.decode(value, v)
+}
+
+var _ Store = (*fakeStore)(nil)
 
 // attached returns a new job saved through s.
 func attached(s *fakeStore, data any) *Job {
 	j := New(data, DefaultOptions())
-	j.store = s
+	j.Attach(s)
 	return j
 }
 
@@ -111,11 +118,11 @@ func TestAttach(t *testing.T) {
 	require.ErrorIs(t, j.AddLog(t.Context(), nil, "", "", ""), ErrDetached)
 
 	s := &fakeStore{}
-	bridge.SetStore(j, s)
+	j.Attach(s)
 	require.NoError(t, j.AddLog(t.Context(), nil, "", "", ""))
 	assert.Len(t, s.Calls(), 1)
 
-	bridge.SetStore(j, nil)
+	j.Attach(nil)
 	assert.ErrorIs(t, j.AddLog(t.Context(), nil, "", "", ""), ErrDetached)
 }
 

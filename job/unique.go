@@ -5,8 +5,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-
-	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
 )
 
 // uniqueSpace is the UUID namespace of job ids made from unique keys: the id of a key is
@@ -36,13 +34,13 @@ func (j *Job) SetUniqueKey(key string) *Job {
 		j.Name = id
 	}
 	j.ID = id
-	j.setField(docfmt.UniqueKey, key)
+	j.setField(fieldUniqueKey, key)
 	return j
 }
 
 // UniqueKey returns the key given to SetUniqueKey, or "" for a job without one.
 func (j *Job) UniqueKey() string {
-	k, _ := j.Fields[docfmt.UniqueKey].(string)
+	k, _ := j.Fields[fieldUniqueKey].(string)
 	return k
 }
 

@@ -10,14 +10,22 @@ import (
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
-// jobStore saves jobs for their own methods (Update, AddLog, UpdateProgress); it is how
-// package job reaches the queue without importing it (rdb.Attach gives it to a job).
+// jobStore is the job.Store the queue attaches to the jobs it hands out (rdb.Attach,
+// rdb.FromDocument): it saves them for their own methods (Update, AddLog,
+// UpdateProgress) and decodes their payloads and results. It is how package job reaches
+// the queue without importing it.
 type jobStore struct{ q *Queue }
+
+var _ rdb.Store = jobStore{}
 
 func (q *Queue) store() jobStore { return jobStore{q} }
 
 // QueueID is the id stamped on the jobs the store saves.
 func (s jobStore) QueueID() string { return s.q.id }
+
+// Decode decodes a job's payload or result for DataAs and Result by the driver's rules,
+// the rules the queue stored it by.
+func (jobStore) Decode(value, v any) error { return rdb.Decode(value, v) }
 
 // SaveJob saves j for Job.Update. One replace writes the job and appends the entry "Job
 // updated" with the replaced values as its data, so the old values and the new ones

@@ -47,8 +47,8 @@ func floorLoop(ctx context.Context, s *r.Session, db string, k, n int, cpu cpuMe
 	table := r.DB(db).Table(queue.DefaultName)
 	read := r.DB(db).Table(queue.DefaultName, r.TableOpts{ReadMode: "outdated"})
 	var none job.Job
-	claimEntry := rdb.LogDocument(rdb.WithoutData(rdb.NewLog(&none, floorQueueID, nil, job.MessageActive, job.Information, job.Active)))
-	doneEntry := rdb.LogDocument(rdb.WithDuration(rdb.NewLog(&none, floorQueueID, nil, job.MessageCompleted, job.Information, job.Completed), time.Millisecond))
+	claimEntry := rdb.NewLog(&none, floorQueueID, nil, job.MessageActive, job.Information, job.Active).WithoutData().Document()
+	doneEntry := rdb.NewLog(&none, floorQueueID, nil, job.MessageCompleted, job.Information, job.Completed).WithDuration(time.Millisecond).Document()
 	lo := []any{r.MinVal, r.MinVal, r.MinVal, r.MinVal}
 	hi := []any{r.MaxVal, r.MaxVal, r.MaxVal, r.MaxVal}
 

@@ -89,8 +89,8 @@ func floorQueries(_ *queue.Queue, s *r.Session, db string) loopQueries {
 	table := r.DB(db).Table(queue.DefaultName)
 	read := r.DB(db).Table(queue.DefaultName, r.TableOpts{ReadMode: "outdated"})
 	var none job.Job
-	claimEntry := rdb.LogDocument(rdb.WithoutData(rdb.NewLog(&none, floorQueueID, nil, job.MessageActive, job.Information, job.Active)))
-	doneEntry := rdb.LogDocument(rdb.WithDuration(rdb.NewLog(&none, floorQueueID, nil, job.MessageCompleted, job.Information, job.Completed), time.Millisecond))
+	claimEntry := rdb.NewLog(&none, floorQueueID, nil, job.MessageActive, job.Information, job.Active).WithoutData().Document()
+	doneEntry := rdb.NewLog(&none, floorQueueID, nil, job.MessageCompleted, job.Information, job.Completed).WithDuration(time.Millisecond).Document()
 	lo := []any{r.MinVal, r.MinVal, r.MinVal, r.MinVal}
 	hi := []any{r.MaxVal, r.MaxVal, r.MaxVal, r.MaxVal}
 	return loopQueries{
@@ -170,7 +170,7 @@ func libraryQueries(q *queue.Queue, s *r.Session, db string) loopQueries {
 			outs := make([]rdb.Outcome, len(jobs))
 			for i, j := range jobs {
 				tr := rdb.AfterSuccess(j, at)
-				e := rdb.WithDuration(rdb.NewLog(j, t.QueueID, nil, job.MessageCompleted, tr.LogType, tr.Status), time.Millisecond)
+				e := rdb.NewLog(j, t.QueueID, nil, job.MessageCompleted, tr.LogType, tr.Status).WithDuration(time.Millisecond)
 				outs[i] = rdb.Outcome{ID: j.ID, ProcessCount: j.ProcessCount, Status: tr.Status, DateFinished: at,
 					DateEnable: &tr.DateEnable, RetryCount: &tr.RetryCount, Progress: &tr.Progress,
 					Entry: e, Trunc: rdb.TruncatedLog(j, t.QueueID, t.LimitJobLogs, tr.Status), LogLen: len(j.Log)}

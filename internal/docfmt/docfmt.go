@@ -1,6 +1,7 @@
 // Package docfmt is the vocabulary of a job document as the Node.js library stores it: the
-// field names and how a stored number reads. It sits below package job and the storage
-// layer (internal/rdb), which both need it, and imports nothing of either.
+// field names and how a stored number reads, for the storage layer (internal/rdb) and the
+// queue. Package job keeps private copies of the few it needs, so that it imports no
+// internal package; its tests check that they agree with these.
 package docfmt
 
 import (
@@ -29,14 +30,6 @@ const (
 	DateFinished = "dateFinished"
 	QueueID      = "queueId"
 	Data         = "data"
-)
-
-// Extra fields this library adds to a document; the Node.js library ignores them.
-const (
-	// UniqueKey holds the key of a job made unique by job.SetUniqueKey.
-	UniqueKey = "rjqUniqueKey"
-	// Backoff holds the retry policy set by job.SetBackoff.
-	Backoff = "rjqBackoff"
 )
 
 // Reserved reports whether name is one of the job fields the Node.js library defines (an

@@ -80,7 +80,7 @@ func (e *executor) completed(rn *run, result any) *outcome {
 		p.cfg.Log.WarnContext(rn.ctx, "a handler's result cannot be stored; the job completes without it", "job", rn.claimed.ID, "err", err)
 		result, message = nil, job.MessageCompleted+" (its result was not stored: "+err.Error()+")"
 	}
-	entry := rdb.WithDuration(rdb.NewLog(&rn.claimed, p.cfg.QueueID, result, message, t.LogType, t.Status), runTime(rn.claimed, at))
+	entry := rdb.NewLog(&rn.claimed, p.cfg.QueueID, result, message, t.LogType, t.Status).WithDuration(runTime(rn.claimed, at))
 	return e.transition(rn, t, entry, at, EventCompleted)
 }
 
@@ -99,8 +99,8 @@ func (e *executor) failed(rn *run, err error) *outcome {
 		message = job.MessageNoErrorMsg
 	}
 	data := map[string]any{"name": errorName(err), "message": message}
-	entry := rdb.WithError(rdb.WithDuration(rdb.NewLog(&claimed, p.cfg.QueueID, data, job.MessageFailed, t.LogType, t.Status),
-		runTime(rn.claimed, at)), message, stack)
+	entry := rdb.NewLog(&claimed, p.cfg.QueueID, data, job.MessageFailed, t.LogType, t.Status).
+		WithDuration(runTime(rn.claimed, at)).WithError(message, stack)
 	p.cfg.Log.InfoContext(rn.ctx, "job failed", "job", rn.claimed.ID, "err", message, "status", t.Status)
 	event := EventTerminated
 	if t.Retry || t.Repeating {
@@ -147,7 +147,7 @@ func (e *executor) transition(rn *run, t rdb.Transition, entry job.LogEntry, at 
 // cancelled is a run whose handler returned job.Cancel(reason).
 func (e *executor) cancelled(rn *run, reason string) *outcome {
 	at := now()
-	entry := rdb.WithoutData(rdb.NewLog(&rn.claimed, e.p.cfg.QueueID, nil, reason, job.Information, job.Cancelled))
+	entry := rdb.NewLog(&rn.claimed, e.p.cfg.QueueID, nil, reason, job.Information, job.Cancelled).WithoutData()
 	entry.Date = at
 	return &outcome{
 		rn: rn,

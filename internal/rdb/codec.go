@@ -7,7 +7,6 @@ import (
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
-	"github.com/rjqgo/rethinkdb-job-queue/internal/bridge"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
@@ -19,22 +18,20 @@ func StateDocument(queueID, state string) map[string]any {
 	return map[string]any{docfmt.ID: job.StateDocumentID, docfmt.QueueID: queueID, "dateChange": r.Now(), "state": state}
 }
 
-// A Store saves jobs for their own methods (Update, AddLog, UpdateProgress): package
-// queue's. Besides QueueID it has the methods of package job's unexported saver
-// interface, which a job asserts when it is attached.
+// A Store is the job.Store a queue attaches to the jobs it hands out (package queue's),
+// with the queue's id, which Attach stamps on a job new to the queue.
 type Store interface {
+	job.Store
+	// QueueID is the id of the queue whose jobs the store saves.
 	QueueID() string
 }
 
 // Attach makes s the store that saves j and stamps j with its queue id, for a job new to
 // the queue.
 func Attach(j *job.Job, s Store) {
-	bridge.SetStore(j, s)
+	j.Attach(s)
 	j.QueueID = s.QueueID()
 }
-
-// meta is what a log entry carries beyond its exported fields.
-func meta(e *job.LogEntry) *bridge.LogMeta { return bridge.LogMetaOf(e) }
 
 // Document returns the job as the document the Node.js library stores: durations in
 // milliseconds, priority as its number, repeat as false, true or a count, unset dates and
@@ -47,7 +44,7 @@ func Document(j *job.Job) map[string]any {
 	}
 	log := make([]any, len(j.Log))
 	for i, e := range j.Log {
-		log[i] = LogDocument(e)
+		log[i] = e.Document()
 	}
 	doc[docfmt.ID] = j.ID
 	doc[docfmt.Name] = nullIfEmpty(j.Name)
@@ -99,35 +96,6 @@ func timeValue(t time.Time) any {
 	return docfmt.Millis(t)
 }
 
-// LogDocument returns the entry as the Node.js library stores it.
-func LogDocument(e job.LogEntry) map[string]any {
-	m := meta(&e)
-	doc := make(map[string]any, 11+len(m.Extra))
-	for k, v := range m.Extra {
-		doc[k] = v
-	}
-	doc["date"] = timeValue(e.Date)
-	doc["queueId"] = e.QueueID
-	doc["message"] = e.Message
-	if e.Data != nil || m.Has&bridge.NoData == 0 {
-		doc["data"] = e.Data
-	}
-	doc["type"] = string(e.Type)
-	doc["status"] = string(e.Status)
-	doc["retryCount"] = e.RetryCount
-	doc["processCount"] = e.ProcessCount
-	if m.Has&bridge.HasDuration != 0 || e.Duration != 0 {
-		doc["duration"] = e.Duration.Milliseconds()
-	}
-	if m.Has&bridge.HasErrorMessage != 0 || e.ErrorMessage != "" {
-		doc["errorMessage"] = e.ErrorMessage
-	}
-	if m.Has&bridge.HasErrorStack != 0 || e.ErrorStack != "" {
-		doc["errorStack"] = e.ErrorStack
-	}
-	return doc
-}
-
 // FromDocument reads a job from a document as rethinkdb-go returns it (written by this
 // library or by the Node.js one), attached to s. Fields it does not know go to Fields. It
 // returns an error wrapping job.ErrInvalidDocument for the State Document and for anything
@@ -170,7 +138,7 @@ func FromDocument(s Store, doc map[string]any) (*job.Job, error) {
 		}
 	}
 	if s != nil {
-		bridge.SetStore(j, s)
+		j.Attach(s)
 	}
 	return j, nil
 }
@@ -273,48 +241,14 @@ func (d *decoder) log() []job.LogEntry {
 			d.bad(docfmt.Log, item)
 			continue
 		}
-		log = append(log, logEntryFrom(d, m))
+		e, err := job.LogEntryFromDocument(m)
+		if err != nil {
+			if d.err == nil {
+				d.err = fmt.Errorf("log entry: %w", err)
+			}
+			continue
+		}
+		log = append(log, e)
 	}
 	return log
-}
-
-func logEntryFrom(parent *decoder, m map[string]any) job.LogEntry {
-	d := decoder{doc: m}
-	e := job.LogEntry{
-		Date:         d.time("date"),
-		QueueID:      d.str("queueId"),
-		Message:      d.str("message"),
-		Data:         m["data"],
-		Type:         job.LogType(d.str("type")),
-		Status:       job.Status(d.str("status")),
-		RetryCount:   d.int("retryCount"),
-		ProcessCount: d.int("processCount"),
-		Duration:     d.millis("duration"),
-		ErrorMessage: d.str("errorMessage"),
-		ErrorStack:   d.str("errorStack"),
-	}
-	em := meta(&e)
-	if _, ok := m["data"]; !ok {
-		em.Has |= bridge.NoData
-	}
-	for k, v := range m {
-		switch k {
-		case "date", "queueId", "message", "data", "type", "status", "retryCount", "processCount":
-		case "duration":
-			em.Has |= bridge.HasDuration
-		case "errorMessage":
-			em.Has |= bridge.HasErrorMessage
-		case "errorStack":
-			em.Has |= bridge.HasErrorStack
-		default:
-			if em.Extra == nil {
-				em.Extra = make(map[string]any)
-			}
-			em.Extra[k] = v
-		}
-	}
-	if d.err != nil && parent.err == nil {
-		parent.err = fmt.Errorf("log entry: %w", d.err)
-	}
-	return e
 }

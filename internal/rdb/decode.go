@@ -7,15 +7,13 @@ import (
 	"time"
 
 	"gopkg.in/rethinkdb/rethinkdb-go.v6/encoding"
-
-	"github.com/rjqgo/rethinkdb-job-queue/internal/bridge"
 )
 
-// Jobs decode their data and results by the driver's rules, the rules it was stored by.
-func init() { bridge.DecodeData = decodeInto }
-
-// decodeInto decodes value, as the driver gives or takes it, into the pointer v.
-func decodeInto(value, v any) error {
+// Decode decodes value, as the driver gives or takes it, into the pointer v, by the
+// driver's rules (the `rethinkdb` struct tag, else `json`): the rules a job's payload and
+// results were stored by. A queue's job.Store decodes with it, so that DataAs and Result
+// read back what was written.
+func Decode(value, v any) error {
 	tree, err := encoding.Encode(value)
 	if err != nil {
 		return fmt.Errorf("encode: %w", err)

@@ -10,6 +10,18 @@ import (
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
+// attachedJob returns j attached to a store that decodes with Decode, as a queue's does.
+func attachedJob(j *job.Job) *job.Job {
+	j.Attach(&progressStore{id: docTestQueueID})
+	return j
+}
+
+// queueJob is a new job with data as a queue hands it out: attached, decoding by the
+// driver's rules.
+func queueJob(data any) *job.Job {
+	return attachedJob(job.New(data, job.DefaultOptions()))
+}
+
 func TestDataAsGoStruct(t *testing.T) {
 	type in struct {
 		To      string    `json:"to"`
@@ -25,7 +37,7 @@ func TestDataAsGoStruct(t *testing.T) {
 		Tags  []string  `json:"tags"`
 	}
 	when := time.Date(2024, 2, 29, 12, 0, 1, 250000000, time.UTC)
-	j := job.New(in{To: "a@b.c", Count: 3, When: when, Tags: []string{"x", "y"}, Private: "p"}, job.DefaultOptions())
+	j := queueJob(in{To: "a@b.c", Count: 3, When: when, Tags: []string{"x", "y"}, Private: "p"})
 	var got out
 	require.NoError(t, j.DataAs(&got))
 	assert.Equal(t, "a@b.c", got.To)
@@ -56,7 +68,7 @@ func TestDataAsFromDB(t *testing.T) {
 	// in a "+00:00" fixed zone.
 	zone := time.FixedZone("+00:00", 0)
 	when := time.Date(2025, 7, 1, 9, 30, 0, 123000000, zone)
-	j := &job.Job{ID: "5127d082-fe7e-4e88-b1de-7093029695c3", Data: map[string]any{
+	j := attachedJob(&job.Job{ID: "5127d082-fe7e-4e88-b1de-7093029695c3", Data: map[string]any{
 		"name":  "report",
 		"count": float64(12),
 		"ratio": 0.25,
@@ -65,7 +77,7 @@ func TestDataAsFromDB(t *testing.T) {
 		"items": []any{map[string]any{"n": float64(1)}, map[string]any{"n": float64(2)}},
 		"bytes": []byte("hi"),
 		"extra": "ignored",
-	}}
+	}})
 	type owner struct {
 		ID    int       `json:"id"`
 		Email string    `json:"email"`
@@ -108,22 +120,22 @@ func TestDataAsFromDB(t *testing.T) {
 }
 
 func TestDataAsScalarsAndNil(t *testing.T) {
-	j := job.New("text", job.DefaultOptions())
+	j := queueJob("text")
 	var s string
 	require.NoError(t, j.DataAs(&s))
 	assert.Equal(t, "text", s)
 
-	j = job.New(float64(3), job.DefaultOptions())
+	j = queueJob(float64(3))
 	var n int
 	require.NoError(t, j.DataAs(&n))
 	assert.Equal(t, 3, n)
 
-	j = job.New([]any{"a", "b"}, job.DefaultOptions())
+	j = queueJob([]any{"a", "b"})
 	var sl []string
 	require.NoError(t, j.DataAs(&sl))
 	assert.Equal(t, []string{"a", "b"}, sl)
 
-	j = job.New(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), job.DefaultOptions())
+	j = queueJob(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC))
 	var tm time.Time
 	require.NoError(t, j.DataAs(&tm))
 	assert.True(t, tm.Equal(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)))
@@ -133,7 +145,7 @@ func TestDataAsErrors(t *testing.T) {
 	type payload struct {
 		N int `json:"n"`
 	}
-	j := job.New(map[string]any{"n": float64(1)}, job.DefaultOptions())
+	j := queueJob(map[string]any{"n": float64(1)})
 
 	var p payload
 	err := j.DataAs(p) // not a pointer
@@ -147,4 +159,18 @@ func TestDataAsErrors(t *testing.T) {
 
 	var n int
 	assert.Error(t, j.DataAs(&n), "a map does not decode into an int")
+}
+
+func TestReadJobsDecodeByTheDriversRules(t *testing.T) {
+	// A job read with a store decodes through it: the rethinkdb tag wins over json.
+	doc := fromDB(Document(sampleJob())).(map[string]any)
+	doc["data"] = map[string]any{"to": "a@b.c"}
+	j, err := FromDocument(&progressStore{id: docTestQueueID}, doc)
+	require.NoError(t, err)
+	type tagged struct {
+		Address string `rethinkdb:"to" json:"address"`
+	}
+	var tg tagged
+	require.NoError(t, j.DataAs(&tg))
+	assert.Equal(t, "a@b.c", tg.Address)
 }

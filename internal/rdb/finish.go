@@ -97,8 +97,8 @@ func (t *Table) outcomeGroups(outs []Outcome) []*outcomeGroup {
 			groups = append(groups, g)
 		}
 		g.ids = append(g.ids, o.ID)
-		g.lookup["e"][o.ID] = LogDocument(o.Entry)
-		g.lookup["t"][o.ID] = LogDocument(o.Trunc)
+		g.lookup["e"][o.ID] = o.Entry.Document()
+		g.lookup["t"][o.ID] = o.Trunc.Document()
 		if o.DateEnable != nil {
 			g.lookup["d"][o.ID] = *o.DateEnable
 		}

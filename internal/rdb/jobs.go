@@ -25,13 +25,13 @@ func (t *Table) ReplaceJob(ctx context.Context, j *job.Job, e job.LogEntry, owne
 	doc := Document(j)
 	trunc := TruncatedLog(j, t.QueueID, t.LimitJobLogs, j.Status)
 	return t.Write(ctx, t.Term().Get(j.ID).Replace(func(old r.Term) any {
-		entry := r.Expr(LogDocument(e)).Merge(map[string]any{"data": old.Without("log")})
+		entry := r.Expr(e.Document()).Merge(map[string]any{"data": old.Without("log")})
 		owned := r.Expr(true)
 		if owner > 0 {
 			owned = ownedBy(old, owner)
 		}
 		return r.Branch(old.Eq(nil), nil,
-			owned, r.Expr(doc).Merge(map[string]any{"log": t.AppendLog(r.Expr(doc["log"]), entry, LogDocument(trunc))}),
+			owned, r.Expr(doc).Merge(map[string]any{"log": t.AppendLog(r.Expr(doc["log"]), entry, trunc.Document())}),
 			old)
 	}, r.ReplaceOpts{ReturnChanges: true}))
 }
@@ -42,7 +42,7 @@ func (t *Table) ReplaceJob(ctx context.Context, j *job.Job, e job.LogEntry, owne
 func (t *Table) AppendJobLog(ctx context.Context, j *job.Job, e job.LogEntry) (WriteResult, job.LogEntry, error) {
 	trunc := TruncatedLog(j, t.QueueID, t.LimitJobLogs, e.Status)
 	res, err := t.Write(ctx, t.Term().Get(j.ID).Update(func(row r.Term) any {
-		return map[string]any{"log": t.AppendLog(row.Field("log"), LogDocument(e), LogDocument(trunc)), "queueId": t.QueueID}
+		return map[string]any{"log": t.AppendLog(row.Field("log"), e.Document(), trunc.Document()), "queueId": t.QueueID}
 	}))
 	return res, trunc, err
 }
@@ -54,12 +54,12 @@ func (t *Table) WriteProgress(ctx context.Context, j *job.Job, percent float64, 
 	e := NewLog(j, t.QueueID, nil, job.MessageProgress, job.Information, job.Active)
 	trunc := TruncatedLog(j, t.QueueID, t.LimitJobLogs, job.Active)
 	return t.Write(ctx, t.Term().Get(j.ID).Update(func(row r.Term) any {
-		entry := r.Expr(LogDocument(e)).Merge(map[string]any{"data": row.Field("progress")})
+		entry := r.Expr(e.Document()).Merge(map[string]any{"data": row.Field("progress")})
 		return r.Branch(ownedBy(row, j.ProcessCount), map[string]any{
 			"queueId":    t.QueueID,
 			"progress":   percent,
 			"dateEnable": leaseEnd,
-			"log":        t.AppendLog(row.Field("log"), entry, LogDocument(trunc)),
+			"log":        t.AppendLog(row.Field("log"), entry, trunc.Document()),
 		}, map[string]any{})
 	}, r.UpdateOpts{ReturnChanges: true}))
 }

@@ -6,7 +6,6 @@ import (
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
-	"github.com/rjqgo/rethinkdb-job-queue/internal/bridge"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
@@ -34,27 +33,6 @@ func NewLog(j *job.Job, queueID string, data any, message string, typ job.LogTyp
 		RetryCount:   j.RetryCount,
 		ProcessCount: j.ProcessCount,
 	}
-}
-
-// WithDuration returns e carrying a run's duration, as completion and failure entries do.
-func WithDuration(e job.LogEntry, d time.Duration) job.LogEntry {
-	e.Duration = d
-	meta(&e).Has |= bridge.HasDuration
-	return e
-}
-
-// WithError returns e carrying an error's message and stack, as failure entries do.
-func WithError(e job.LogEntry, message, stack string) job.LogEntry {
-	e.ErrorMessage, e.ErrorStack = message, stack
-	meta(&e).Has |= bridge.HasErrorMessage | bridge.HasErrorStack
-	return e
-}
-
-// WithoutData returns e stored without a "data" field while its Data is nil, as the
-// original stores its claim and cancel entries.
-func WithoutData(e job.LogEntry) job.LogEntry {
-	meta(&e).Has |= bridge.NoData
-	return e
 }
 
 // TruncatedLog is the entry appended when a job's log reaches the queue's limit.
@@ -103,11 +81,11 @@ func RowLog(queueID string, limit int, message string, st Stamps, noData bool) (
 	stamps := map[string]any{"date": st.Date, "status": st.Status, "retryCount": st.RetryCount, "processCount": st.ProcessCount}
 	e := NewLog(&none, queueID, nil, message, job.Information, "")
 	if noData {
-		e = WithoutData(e)
+		e = e.WithoutData()
 	}
-	entry = r.Expr(LogDocument(e)).Merge(stamps)
+	entry = r.Expr(e.Document()).Merge(stamps)
 	if st.Type != nil {
 		entry = entry.Merge(map[string]any{"type": st.Type})
 	}
-	return entry, r.Expr(LogDocument(TruncatedLog(&none, queueID, limit, ""))).Merge(stamps)
+	return entry, r.Expr(TruncatedLog(&none, queueID, limit, "").Document()).Merge(stamps)
 }

@@ -70,7 +70,7 @@ func TestNewLog(t *testing.T) {
 			assertMillisUTC(t, e.Date)
 			assert.False(t, e.Date.Before(before.Truncate(time.Millisecond)))
 			assert.False(t, e.Date.After(time.Now()))
-			doc := LogDocument(e)
+			doc := e.Document()
 			assert.NotContains(t, doc, "duration")
 			assert.NotContains(t, doc, "errorMessage")
 			assert.NotContains(t, doc, "errorStack")
@@ -209,47 +209,6 @@ func TestGetLastLog(t *testing.T) {
 	}
 }
 
-func TestLogEntryOptionalFields(t *testing.T) {
-	base := job.LogEntry{
-		Date: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), QueueID: "q", Message: "m",
-		Type: job.Information, Status: job.Completed,
-	}
-	tests := []struct {
-		name  string
-		entry job.LogEntry
-		want  map[string]any // expected optional keys; absent keys must not be present
-	}{
-		{"none", base, map[string]any{}},
-		{"zero duration", WithDuration(base, 0), map[string]any{"duration": int64(0)}},
-		{"duration in ms", WithDuration(base, 1500*time.Millisecond+999*time.Microsecond), map[string]any{"duration": int64(1500)}},
-		{"empty error", WithError(base, "", ""), map[string]any{"errorMessage": "", "errorStack": ""}},
-		{"error", WithError(base, "boom", "Error: boom\n    at x"), map[string]any{"errorMessage": "boom", "errorStack": "Error: boom\n    at x"}},
-		{"failure entry", WithError(WithDuration(base, 0), "", ""), map[string]any{"duration": int64(0), "errorMessage": "", "errorStack": ""}},
-		{"fields set directly", func() job.LogEntry {
-			e := base
-			e.Duration = 2 * time.Second
-			e.ErrorMessage = "m"
-			return e
-		}(), map[string]any{"duration": int64(2000), "errorMessage": "m"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			doc := LogDocument(tt.entry)
-			for _, k := range []string{"duration", "errorMessage", "errorStack"} {
-				if w, ok := tt.want[k]; ok {
-					assert.Contains(t, doc, k)
-					assert.Equal(t, w, doc[k], k)
-				} else {
-					assert.NotContains(t, doc, k)
-				}
-			}
-		})
-	}
-	// With* do not modify the receiver
-	_ = WithDuration(base, time.Second)
-	assert.NotContains(t, LogDocument(base), "duration")
-}
-
 func assertMillisUTC(t *testing.T, tm time.Time) {
 	t.Helper()
 	assert.Equal(t, time.UTC, tm.Location())
@@ -257,13 +216,14 @@ func assertMillisUTC(t *testing.T, tm time.Time) {
 }
 
 func TestRowLogEntryCarriesTheOriginalsFields(t *testing.T) {
-	// The constant part of an in-query entry is LogDocument's, without data when asked.
+	// The constant part of an in-query entry is the entry's Document, without data when
+	// asked.
 	var none job.Job
-	e := WithoutData(NewLog(&none, "q1", nil, job.MessageReanimated, job.Information, ""))
-	doc := LogDocument(e)
+	e := NewLog(&none, "q1", nil, job.MessageReanimated, job.Information, "").WithoutData()
+	doc := e.Document()
 	assert.NotContains(t, doc, "data")
 	for _, k := range []string{"date", "queueId", "message", "type", "status", "retryCount", "processCount"} {
 		assert.Contains(t, doc, k)
 	}
-	assert.Contains(t, LogDocument(NewLog(&none, "q1", nil, "", "", "")), "data", "data: null unless left out")
+	assert.Contains(t, NewLog(&none, "q1", nil, "", "", "").Document(), "data", "data: null unless left out")
 }
