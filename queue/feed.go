@@ -146,7 +146,7 @@ func (q *Queue) hintOrTake(p *processor.Processor, act changefeed.Action, doc ma
 		p.Taken(act.JobID)
 		return
 	}
-	j, err := rdb.FromDocument(nil, doc)
+	j, err := rdb.ClaimableWithoutLog(doc)
 	if err != nil {
 		p.Wake() // a read of the table reports it
 		return

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"sync"
 	"time"
 
@@ -29,8 +28,8 @@ import (
 //     order, at most headSize entries, filtered to the due jobs and cut at the free slots.
 //   - Only when that comes back short (fewer due jobs than free slots: the queue is not
 //     saturated), and the index holds more than the head gave (one unordered read of a few
-//     entries tells), does the queue read each priority's range, the six at once: due jobs
-//     come first in a priority's range, so this finds the due jobs that not-due jobs of a
+//     entries tells), does the queue read each priority's band of the index, the seven at once (see
+//     bands): due jobs come first in a band, so this finds the due jobs that not-due jobs of a
 //     higher priority hid from the head (a delayed job of high priority never holds back
 //     due jobs: the original's issue #83), and, from the first job after them, when the
 //     next delayed job falls due.
@@ -63,9 +62,23 @@ func everyJob() (lo, hi []any) {
 	return []any{r.MinVal, r.MinVal, r.MinVal, r.MinVal}, []any{r.MaxVal, r.MaxVal, r.MaxVal, r.MaxVal}
 }
 
-// priorityBounds are the claim index keys that bound the jobs of priority p.
-func priorityBounds(p job.Priority) (lo, hi []any) {
-	return []any{-int(p), r.MinVal, r.MinVal, r.MinVal}, []any{-int(p), r.MaxVal, r.MaxVal, r.MaxVal}
+// bands are the claim index's ranges that ReadCandidates reads one by one, in processing
+// order: the priorities above Highest with the fields the index cannot read, then one
+// band per priority that also holds what a document written by hand may hold between it
+// and the next one (15 goes after Highest), Lowest's band everything below it. Together
+// they hold the whole index, so no document of any priority is out of every band's
+// sight.
+func bands() [][2][]any {
+	out := make([][2][]any, 0, len(priorities)+1)
+	upper := []any{r.MaxVal, r.MaxVal, r.MaxVal, r.MaxVal}
+	for _, p := range priorities {
+		// Keys are [-priority, …]: a band ends, closed, after the last key of -p, and
+		// starts after the last key of the band below it.
+		out = append(out, [2][]any{{-int(p), r.MaxVal, r.MaxVal, r.MaxVal}, upper})
+		upper = []any{-int(p), r.MaxVal, r.MaxVal, r.MaxVal}
+	}
+	out = append(out, [2][]any{{r.MinVal, r.MinVal, r.MinVal, r.MinVal}, upper})
+	return out
 }
 
 // Skip is what a claim leaves out: documents by id (those it cannot process; an id is
@@ -161,10 +174,10 @@ type entry struct {
 	At  any            `rethinkdb:"at"`
 }
 
-// priorityTerm reads the first n+1 jobs of priority p's range: its due jobs come first,
-// then the ones not due yet in the order they fall due.
-func (t *Table) priorityTerm(p job.Priority, n int, skip Skip) r.Term {
-	return t.claimRange(priorityBounds(p)).Filter(notSkipped(skip)).Limit(n + 1).Map(func(doc r.Term) any {
+// bandTerm reads the first n+1 jobs of a band (see bands): its due jobs come first, then
+// the ones not due yet in the order they fall due.
+func (t *Table) bandTerm(band [2][]any, n int, skip Skip) r.Term {
+	return t.claimRange(band[0], band[1]).Filter(notSkipped(skip)).Limit(n + 1).Map(func(doc r.Term) any {
 		due := claimableNow(doc)
 		return map[string]any{"doc": r.Branch(due, doc, nil), "due": due, "at": doc.Field(docfmt.DateEnable).Default(nil)}
 	})
@@ -218,25 +231,18 @@ func (t *Table) ReadCandidates(ctx context.Context, n int, skip Skip) (Candidate
 	if more <= len(docs) {
 		return c, nil
 	}
-	ranges := make([][]entry, len(priorities))
-	errs := make([]error, len(priorities))
+	bs := bands()
+	ranges := make([][]entry, len(bs))
+	errs := make([]error, len(bs))
 	var wg sync.WaitGroup
-	for i, p := range priorities {
-		wg.Go(func() { errs[i] = t.ReadAll(ctx, t.priorityTerm(p, n, skip), &ranges[i]) })
+	for i, b := range bs {
+		wg.Go(func() { errs[i] = t.ReadAll(ctx, t.bandTerm(b, n, skip), &ranges[i]) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return Candidates{}, fmt.Errorf("queue %s: read jobs to claim: %w", t.Name, err)
 	}
-	// Jobs of no priority of the six (a number written by hand, or none the index can
-	// read) are in no range: keep those the head found, to be claimed or reported.
-	odd := docs[:0:0]
-	for _, doc := range docs {
-		if p := keyOf(doc).Priority; p != math.Trunc(p) || !slices.Contains(priorities, job.Priority(p)) {
-			odd = append(odd, doc)
-		}
-	}
-	docs = odd
+	docs = docs[:0]
 	for _, rng := range ranges {
 		for _, e := range rng {
 			at, isTime := e.At.(time.Time)
@@ -269,6 +275,17 @@ func candidatesOf(docs []map[string]any) []Candidate {
 // numbers that a claim can compare as they are stored. A document that fails (written by
 // hand or by another tool) is never claimed, so it cannot block the jobs behind it.
 func Claimable(doc map[string]any) (*job.Job, error) {
+	if _, ok := doc[docfmt.Log].([]any); !ok {
+		return nil, fmt.Errorf("%w: field %q is %T, not an array", job.ErrInvalidDocument, docfmt.Log, doc[docfmt.Log])
+	}
+	return ClaimableWithoutLog(doc)
+}
+
+// ClaimableWithoutLog is Claimable for a document as the changefeed gives it, without
+// its log: every claim, by a read or by a hint from the feed, takes only what Claimable
+// takes, so that no document is both reported and run. A log that is not an array fails
+// the claim's write for that document alone; the next read reports it.
+func ClaimableWithoutLog(doc map[string]any) (*job.Job, error) {
 	for _, f := range []string{docfmt.Priority, docfmt.Timeout, docfmt.RetryDelay, docfmt.RetryCount, docfmt.RetryMax, docfmt.ProcessCount} {
 		n, ok := docfmt.Number(doc[f])
 		if !ok || math.IsNaN(n) || math.IsInf(n, 0) {
@@ -287,9 +304,6 @@ func Claimable(doc map[string]any) (*job.Job, error) {
 		if n, _ := docfmt.Number(doc[f]); n < 0 || n > maxMillis {
 			return nil, fmt.Errorf("%w: field %q is %v, not a duration in milliseconds", job.ErrInvalidDocument, f, n)
 		}
-	}
-	if _, ok := doc[docfmt.Log].([]any); !ok {
-		return nil, fmt.Errorf("%w: field %q is %T, not an array", job.ErrInvalidDocument, docfmt.Log, doc[docfmt.Log])
 	}
 	if _, ok := doc[docfmt.DateEnable].(time.Time); !ok {
 		return nil, fmt.Errorf("%w: field %q is %T %v, not a time", job.ErrInvalidDocument, docfmt.DateEnable, doc[docfmt.DateEnable], doc[docfmt.DateEnable])

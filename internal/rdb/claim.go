@@ -48,7 +48,7 @@ type Claim struct {
 // NewClaim is the claim of candidate j at at, with the run's lease ending at leaseEnd.
 func (t *Table) NewClaim(j *job.Job, at, leaseEnd time.Time) Claim {
 	claimed := *j
-	e := WithoutData(NewLog(&claimed, t.QueueID, nil, job.MessageActive, job.Information, job.Active))
+	e := NewLog(&claimed, t.QueueID, nil, job.MessageActive, job.Information, job.Active).WithoutData()
 	e.Date = at
 	return Claim{
 		ID: j.ID, Status: j.Status, ProcessCount: j.ProcessCount, RetryCount: j.RetryCount,
@@ -128,7 +128,7 @@ func (t *Table) appendEntry(log r.Term, entry, trunc any, near bool) r.Term {
 
 // claimTerm is the update that applies one group of claims.
 func (t *Table) claimTerm(g *claimGroup) r.Term {
-	entry, trunc := LogDocument(g.entry), LogDocument(g.tr)
+	entry, trunc := g.entry.Document(), g.tr.Document()
 	return t.Term().GetAll(g.ids...).Update(func(row r.Term) any {
 		// A field that is missing makes the comparison fail for that document alone,
 		// which is then not claimed.

@@ -12,14 +12,30 @@ import (
 const MessageOrphan = "Master: " + job.MessageFailed
 
 // FailOrphans fails the active jobs whose dateEnable has passed, read through the
-// indexActiveDateEnable range [-∞, now). The update checks again, so a job its worker
-// finished meanwhile is left alone. A document with fields of the wrong type (written by
-// hand or by another tool) is failed all the same: a retry count that is not a number
-// counts as 0, a log that is not an array is replaced; nothing in the update can raise an
-// error that would stop the review of the others.
+// indexActiveDateEnable range [-∞, now), and the active jobs whose dateEnable is no time
+// at all (written by hand or by another tool: that index cannot order them, and no lease
+// of theirs would ever end). The update checks again, so a job its worker finished
+// meanwhile is left alone. A document with fields of the wrong type is failed all the
+// same: a retry count that is not a number counts as 0, a log that is not an array is
+// replaced; nothing in the update can raise an error that would stop the review of the
+// others.
 func (t *Table) FailOrphans(ctx context.Context) (int, error) {
-	orphans := t.Term().Between(r.MinVal, r.Now(), r.BetweenOpts{Index: IndexActiveDateEnable})
-	n, err := t.Write(ctx, orphans.Update(func(row r.Term) any {
+	expired := t.Term().Between(r.MinVal, r.Now(), r.BetweenOpts{Index: IndexActiveDateEnable})
+	n, err := t.failOrphans(ctx, expired)
+	if err != nil {
+		return n, err
+	}
+	// Active jobs are bounded by the work running: reading them all is cheap.
+	timeless := t.Term().GetAllByIndex(IndexStatus, string(job.Active)).Filter(func(row r.Term) r.Term {
+		return row.Field("dateEnable").Default(nil).TypeOf().Ne("PTYPE<TIME>")
+	})
+	m, err := t.failOrphans(ctx, timeless)
+	return n + m, err
+}
+
+// failOrphans fails the orphans among the active jobs of sel.
+func (t *Table) failOrphans(ctx context.Context, sel r.Term) (int, error) {
+	n, err := t.Write(ctx, sel.Update(func(row r.Term) any {
 		number := func(field string) r.Term {
 			v := row.Field(field).Default(nil)
 			return r.Branch(v.TypeOf().Eq("NUMBER"), v, 0)
@@ -34,9 +50,11 @@ func (t *Table) FailOrphans(ctx context.Context) (int, error) {
 			RetryCount:   retryCount,
 			ProcessCount: processCount,
 		}, true)
-		entry = entry.Merge(map[string]any{"dateEnable": row.Field("dateEnable")})
+		enable := row.Field("dateEnable").Default(nil)
+		entry = entry.Merge(map[string]any{"dateEnable": enable})
 		log := row.Field("log").Default(nil)
-		orphaned := row.Field("status").Eq(string(job.Active)).And(row.Field("dateEnable").Lt(r.Now()))
+		orphaned := row.Field("status").Eq(string(job.Active)).
+			And(enable.TypeOf().Ne("PTYPE<TIME>").Or(enable.Lt(r.Now())))
 		return r.Branch(orphaned, map[string]any{
 			"status":       status,
 			"dateFinished": r.Now(),
