@@ -2,6 +2,10 @@ package rjq_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -271,4 +275,67 @@ func requireShards(t *testing.T, ctx context.Context, srv testserver.Server, db,
 	require.NoError(t, err)
 	require.NoError(t, cur.One(&conf))
 	require.Len(t, conf.Shards, n)
+}
+
+// Eight queues started at once on a fresh database, each creating every side table as
+// it starts processing, sets a limit and adds a schedule, must make one table of each
+// name, and Workers, Schedules and Limits must work from every queue.
+// RJQ_TEST_SIDE_ROUNDS sets the number of rounds (default 3; 20 to check a real server).
+func TestQueuesStartedTogetherMakeOneOfEachSideTable(t *testing.T) {
+	srv := testserver.Get(t)
+	rounds := 3
+	if v := os.Getenv("RJQ_TEST_SIDE_ROUNDS"); v != "" {
+		var err error
+		rounds, err = strconv.Atoi(v)
+		require.NoError(t, err, "RJQ_TEST_SIDE_ROUNDS")
+	}
+	for round := range rounds {
+		if !t.Run(fmt.Sprint("round ", round+1), func(t *testing.T) { sideTablesRound(t, srv) }) {
+			return
+		}
+	}
+}
+
+func sideTablesRound(t *testing.T, srv testserver.Server) {
+	db := testserver.DB(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const n = 8
+	queues := make([]*queue.Queue, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			q, err := queue.New(ctx, connectTo(srv, db), &queue.Options{Name: "side", DatabaseInitDelay: -1, MasterInterval: -1})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			t.Cleanup(func() { _ = q.Stop(context.Background()) })
+			queues[i] = q
+			errs[i] = errors.Join(
+				q.Process(func(context.Context, *job.Job) (any, error) { return nil, nil }),
+				q.SetLimit(ctx, fmt.Sprint("name", i), queue.Limit{Starts: 10, Per: time.Minute}),
+				q.Schedule(ctx, fmt.Sprint("every-hour-", i), "0 * * * *", nil, nil))
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "queue %d", i)
+	}
+	var tables []string
+	readAll(t, testserver.Session(t), r.DB(db).TableList(), &tables)
+	assert.ElementsMatch(t, []string{"side", "side_workers", "side_schedules", "side_limits"}, tables, "one table of each name")
+	for i, q := range queues {
+		require.Eventually(t, func() bool {
+			w, err := q.Workers(ctx)
+			return err == nil && len(w) == n
+		}, 20*time.Second, 50*time.Millisecond, "queue %d sees every worker", i)
+		s, err := q.Schedules(ctx)
+		require.NoError(t, err, "queue %d: Schedules", i)
+		assert.Len(t, s, n, "queue %d: Schedules", i)
+		l, err := q.Limits(ctx)
+		require.NoError(t, err, "queue %d: Limits", i)
+		assert.Len(t, l, n, "queue %d: Limits", i)
+	}
 }
