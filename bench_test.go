@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rjqgo/rethinkdb-job-queue/internal/testserver"
-	"github.com/rjqgo/rethinkdb-job-queue/internal/wirecount"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/wirecount"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )

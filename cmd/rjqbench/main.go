@@ -21,7 +21,7 @@
 //     go run ./cmd/rjqbench -addr 127.0.0.1:28015 -node   # when node and npm are on PATH
 //
 // Each measurement runs in a database of its own, dropped afterwards. Queries are counted
-// on the wire by a proxy between the queue and the server (internal/wirecount).
+// on the wire by a proxy between the queue and the server (internal/testing/wirecount).
 package main
 
 import (
@@ -40,7 +40,7 @@ import (
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
-	"github.com/rjqgo/rethinkdb-job-queue/internal/wirecount"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/wirecount"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )

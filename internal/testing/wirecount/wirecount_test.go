@@ -14,7 +14,7 @@ import (
 	"go.uber.org/goleak"
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
-	"github.com/rjqgo/rethinkdb-job-queue/internal/testserver"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
 )
 
 func TestMain(m *testing.M) { testserver.Main(m) }

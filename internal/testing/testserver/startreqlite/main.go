@@ -2,7 +2,7 @@
 // the background, for test runs that are given a server through RJQ_TEST_ADDR, as .ci/run
 // does. It is the same installer the tests use when they start reqlite themselves.
 //
-//	go run ./internal/testserver/startreqlite [-port N] [-pidfile FILE] [-log FILE]
+//	go run ./internal/testing/testserver/startreqlite [-port N] [-pidfile FILE] [-log FILE]
 //
 // It prints "reqlite pid PID on 127.0.0.1:PORT" once the server accepts connections and
 // exits, leaving reqlite running; stop it with kill PID. The pid file is written as soon as
@@ -16,7 +16,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/rjqgo/rethinkdb-job-queue/internal/testserver"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
 )
 
 func main() {

@@ -3,7 +3,7 @@
 //
 // It is a module of its own so that testcontainers and the Docker client it brings (moby,
 // OpenTelemetry and more) stay out of the library's go.mod and out of its users' go.sum.
-// internal/testserver runs it with `go run .` in this directory when a Docker engine
+// internal/testing/testserver runs it with `go run .` in this directory when a Docker engine
 // answers, reads the address line, and closes the pipe to its standard input to stop it;
 // the pipe also closes when the test binary dies, however it dies.
 //
@@ -25,7 +25,7 @@ import (
 	"github.com/testcontainers/testcontainers-go/wait"
 )
 
-// addrPrefix starts the address line; internal/testserver parses it (docker.go there).
+// addrPrefix starts the address line; internal/testing/testserver parses it (docker.go there).
 const addrPrefix = "rethinkdb "
 
 func main() {

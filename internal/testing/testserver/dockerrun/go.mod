@@ -1,4 +1,4 @@
-module github.com/rjqgo/rethinkdb-job-queue/internal/testserver/dockerrun
+module github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver/dockerrun
 
 go 1.25.0
 

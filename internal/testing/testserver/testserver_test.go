@@ -6,7 +6,7 @@ import (
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
-	"github.com/rjqgo/rethinkdb-job-queue/internal/testserver"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
 )
 
 func TestMain(m *testing.M) { testserver.Main(m) }
