@@ -44,15 +44,44 @@ func (q *Queue) AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error
 		return nil, err
 	}
 	defer end()
-	docs := make([]any, len(jobs))
-	ids := make([]string, len(jobs))
-	logs := make([][]job.LogEntry, len(jobs))
-	var plain, unique []int
+	b := q.newBatch(jobs)
+	if len(b.plain) > 0 {
+		ids, docs := b.pick(b.plain)
+		if err := q.db.InsertAll(ctx, ids, docs); err != nil {
+			return nil, err
+		}
+	}
+	var there map[string]*job.Job
+	if len(b.unique) > 0 {
+		ids, docs := b.pick(b.unique)
+		if there, err = q.db.InsertUnique(ctx, q.store(), ids, docs); err != nil {
+			if _, rerr := q.db.Unadd(ctx, b.ids, b.docs); rerr != nil {
+				return nil, fmt.Errorf("%w; removing the jobs already written failed too, so some may have been added (look them up by id): %w", err, rerr)
+			}
+			return nil, err
+		}
+	}
+	return q.added(jobs, b.logs, there), nil
+}
+
+// addBatch is what AddJob writes: each job's document, id and log as stored, and which
+// jobs are plain and which unique (see job.SetUniqueKey).
+type addBatch struct {
+	docs          []any
+	ids           []string
+	logs          [][]job.LogEntry
+	plain, unique []int
+}
+
+// newBatch makes the documents of jobs as this queue adds them: waiting, in its name,
+// with the log entry "Job added to the queue".
+func (q *Queue) newBatch(jobs []*job.Job) addBatch {
+	b := addBatch{docs: make([]any, len(jobs)), ids: make([]string, len(jobs)), logs: make([][]job.LogEntry, len(jobs))}
 	for i, j := range jobs {
 		if j.UniqueKey() != "" {
-			unique = append(unique, i)
+			b.unique = append(b.unique, i)
 		} else {
-			plain = append(plain, i)
+			b.plain = append(b.plain, i)
 		}
 		saved := *j
 		saved.QueueID = q.id
@@ -61,33 +90,26 @@ func (q *Queue) AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error
 		}
 		e := rdb.NewLog(&saved, q.id, nil, job.MessageAdded, job.Information, job.Waiting)
 		saved.Log = rdb.AppendLog(append([]job.LogEntry(nil), j.Log...), e, q.cfg.limitJobLogs, rdb.TruncatedLog(&saved, q.id, q.cfg.limitJobLogs, job.Waiting))
-		logs[i] = saved.Log
-		docs[i] = rdb.Document(&saved)
-		ids[i] = j.ID
+		b.logs[i] = saved.Log
+		b.docs[i] = rdb.Document(&saved)
+		b.ids[i] = j.ID
 	}
-	pick := func(idx []int) ([]string, []any) {
-		is, ds := make([]string, len(idx)), make([]any, len(idx))
-		for k, i := range idx {
-			is[k], ds[k] = ids[i], docs[i]
-		}
-		return is, ds
+	return b
+}
+
+// pick returns the ids and documents of the jobs at idx.
+func (b addBatch) pick(idx []int) ([]string, []any) {
+	ids, docs := make([]string, len(idx)), make([]any, len(idx))
+	for k, i := range idx {
+		ids[k], docs[k] = b.ids[i], b.docs[i]
 	}
-	plainIDs, plainDocs := pick(plain)
-	if len(plain) > 0 {
-		if err := q.db.InsertAll(ctx, plainIDs, plainDocs); err != nil {
-			return nil, err
-		}
-	}
-	var there map[string]*job.Job
-	if len(unique) > 0 {
-		uniqueIDs, uniqueDocs := pick(unique)
-		if there, err = q.db.InsertUnique(ctx, q.store(), uniqueIDs, uniqueDocs); err != nil {
-			if _, rerr := q.db.Unadd(ctx, ids, docs); rerr != nil {
-				return nil, fmt.Errorf("%w; removing the jobs already written failed too, so some may have been added (look them up by id): %w", err, rerr)
-			}
-			return nil, err
-		}
-	}
+	return ids, docs
+}
+
+// added updates the jobs AddJob wrote (attached to the queue, waiting, with their log),
+// raises their added events and hints the processor of them. It returns what AddJob
+// returns: each job, or the job already there for its unique key.
+func (q *Queue) added(jobs []*job.Job, logs [][]job.LogEntry, there map[string]*job.Job) []*job.Job {
 	out := make([]*job.Job, len(jobs))
 	added := make([]*job.Job, 0, len(jobs))
 	for i, j := range jobs {
@@ -109,7 +131,7 @@ func (q *Queue) AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error
 			p.Hint(j, q.id)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // checkNewJobs validates a batch for AddJob without touching the database.

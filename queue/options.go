@@ -183,16 +183,9 @@ func resolve(cxn *ConnectOptions, opts *Options) (config, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	host, port := cxn.Host, cxn.Port
-	for i, a := range cxn.Addresses {
-		h, p, err := net.SplitHostPort(a)
-		n, perr := strconv.Atoi(p)
-		if err != nil || perr != nil || h == "" || n < 1 || n > 65535 {
-			return config{}, fmt.Errorf("%w: address %d %q: want host:port", ErrInvalidOption, i, a)
-		}
-		if i == 0 && host == "" && port == 0 {
-			host, port = h, n
-		}
+	host, port, err := firstAddress(cxn)
+	if err != nil {
+		return config{}, err
 	}
 	c := config{
 		host:           or(host, DefaultHost),
@@ -236,31 +229,53 @@ func resolve(cxn *ConnectOptions, opts *Options) (config, error) {
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
 	}
+	return c, c.validate()
+}
+
+// firstAddress is the host and port Queue.Host and Queue.Port report: Host and Port, or
+// else the first of Addresses, each of which must be host:port.
+func firstAddress(cxn *ConnectOptions) (host string, port int, err error) {
+	host, port = cxn.Host, cxn.Port
+	for i, a := range cxn.Addresses {
+		h, p, err := net.SplitHostPort(a)
+		n, perr := strconv.Atoi(p)
+		if err != nil || perr != nil || h == "" || n < 1 || n > 65535 {
+			return "", 0, fmt.Errorf("%w: address %d %q: want host:port", ErrInvalidOption, i, a)
+		}
+		if i == 0 && host == "" && port == 0 {
+			host, port = h, n
+		}
+	}
+	return host, port, nil
+}
+
+// validate reports the first setting of c that is out of range.
+func (c config) validate() error {
 	switch {
 	case !namePattern.MatchString(c.db):
-		return c, fmt.Errorf("%w: database name %q: use letters, digits, '_' and '-' only", ErrInvalidOption, c.db)
+		return fmt.Errorf("%w: database name %q: use letters, digits, '_' and '-' only", ErrInvalidOption, c.db)
 	case !namePattern.MatchString(c.name):
-		return c, fmt.Errorf("%w: queue name %q: use letters, digits, '_' and '-' only", ErrInvalidOption, c.name)
+		return fmt.Errorf("%w: queue name %q: use letters, digits, '_' and '-' only", ErrInvalidOption, c.name)
 	case c.port < 1 || c.port > 65535:
-		return c, fmt.Errorf("%w: port %d", ErrInvalidOption, c.port)
+		return fmt.Errorf("%w: port %d", ErrInvalidOption, c.port)
 	case c.concurrency < 1:
-		return c, fmt.Errorf("%w: concurrency %d: must be at least 1", ErrInvalidOption, c.concurrency)
+		return fmt.Errorf("%w: concurrency %d: must be at least 1", ErrInvalidOption, c.concurrency)
 	case c.eventBuffer < 1:
-		return c, fmt.Errorf("%w: event buffer %d: must be at least 1", ErrInvalidOption, c.eventBuffer)
+		return fmt.Errorf("%w: event buffer %d: must be at least 1", ErrInvalidOption, c.eventBuffer)
 	case c.shards < 0 || c.shards > 64:
-		return c, fmt.Errorf("%w: shards %d: RethinkDB allows 1 to 64", ErrInvalidOption, c.shards)
+		return fmt.Errorf("%w: shards %d: RethinkDB allows 1 to 64", ErrInvalidOption, c.shards)
 	case c.replicas < 0:
-		return c, fmt.Errorf("%w: replicas %d: must not be negative", ErrInvalidOption, c.replicas)
+		return fmt.Errorf("%w: replicas %d: must not be negative", ErrInvalidOption, c.replicas)
 	}
 	for i, m := range c.middleware {
 		if m == nil {
-			return c, fmt.Errorf("%w: middleware %d is nil", ErrInvalidOption, i)
+			return fmt.Errorf("%w: middleware %d is nil", ErrInvalidOption, i)
 		}
 	}
 	if err := c.jobOptions.Validate(); err != nil {
-		return c, fmt.Errorf("%w: job options: %w", ErrInvalidOption, err)
+		return fmt.Errorf("%w: job options: %w", ErrInvalidOption, err)
 	}
-	return c, nil
+	return nil
 }
 
 func or[T comparable](v, def T) T {
