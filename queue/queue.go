@@ -103,9 +103,7 @@ func New(ctx context.Context, cxn *ConnectOptions, opts *Options) (*Queue, error
 	q.bg, q.feed = lifecycle.New(), lifecycle.New()
 	q.bg.Go(q.initialize)
 	if cfg.master() {
-		q.bg.Go(q.reviewEvery)
-		q.bg.Go(q.scheduleEvery)
-		q.bg.Go(q.tallyEvery)
+		q.masterServices().Start(q.bg)
 	}
 	return q, nil
 }

@@ -3,8 +3,8 @@ package queue
 import (
 	"context"
 	"fmt"
-	"time"
 
+	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/master"
 )
 
@@ -62,34 +62,20 @@ func (q *Queue) review(ctx context.Context, remove bool) (ReviewResult, error) {
 	return result, nil
 }
 
-// reviewEvery runs the Queue Master's review on its interval until Stop.
-func (q *Queue) reviewEvery(ctx context.Context) {
-	if q.ready0(ctx) != nil {
-		return
-	}
-	master.Every(ctx, q.cfg.masterInterval, func(ctx context.Context) {
-		if _, err := q.review(ctx, true); err != nil {
-			q.log.Warn("review failed", "err", err)
-		}
-	})
-}
-
-// tallyEvery keeps the tally of finished jobs, which Summary reads, up to date until
-// Stop; Queue Masters run it.
-func (q *Queue) tallyEvery(ctx context.Context) {
-	if q.ready0(ctx) != nil {
-		return
-	}
-	tick := time.NewTicker(master.TallyEvery)
-	defer tick.Stop()
-	for {
-		if err := master.AdvanceTally(ctx, q.masterTarget()); err != nil && ctx.Err() == nil {
-			q.log.Warn("counting finished jobs failed", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+// masterServices are the loops this queue runs as a Queue Master.
+func (q *Queue) masterServices() master.Services {
+	return master.Services{
+		Target:    q.masterTarget(),
+		Ready:     q.ready0,
+		Interval:  q.cfg.masterInterval,
+		Heartbeat: q.cfg.heartbeat,
+		Review: func(ctx context.Context, remove bool) error {
+			_, err := q.review(ctx, remove)
+			return err
+		},
+		Enqueue: func(ctx context.Context, j *job.Job) error {
+			_, err := q.AddJob(ctx, j)
+			return err
+		},
 	}
 }

@@ -2,15 +2,13 @@ package queue
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/robfig/cron/v3"
 
 	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
+	"github.com/rjqgo/rethinkdb-job-queue/master"
 )
 
 // Schedule is a cron schedule of a queue, as Schedules lists it.
@@ -27,14 +25,6 @@ type Schedule struct {
 // that does not parse.
 var ErrInvalidSchedule = fmt.Errorf("%w schedule", job.ErrInvalid)
 
-// scheduleTick is how often a Queue Master looks for due schedules: the lateness of a
-// scheduled job at most, for one small read of the schedules table.
-const scheduleTick = time.Second
-
-// specParser reads standard five-field cron specs, with an optional "CRON_TZ=Zone "
-// prefix, and the descriptors such as @hourly.
-var specParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
 // Schedule adds (or replaces) the cron schedule name: at each time spec gives, a Queue
 // Master of the table enqueues a job with payload data and options opts (nil: the
 // queue's job options) named name. spec has five fields (minute hour day-of-month month
@@ -50,7 +40,7 @@ func (q *Queue) Schedule(ctx context.Context, name, spec string, data any, opts 
 	if name == "" {
 		return fmt.Errorf("%w: the name must not be empty", ErrInvalidSchedule)
 	}
-	sched, err := specParser.Parse(spec)
+	sched, err := master.ParseSpec(spec)
 	if err != nil {
 		return fmt.Errorf("%w %q: %w", ErrInvalidSchedule, spec, err)
 	}
@@ -127,77 +117,6 @@ func (q *Queue) assertSide(ctx context.Context, suffix string) error {
 	})
 	if err != nil {
 		return fmt.Errorf("queue %s: create the table %s: %w", q.cfg.name, q.cfg.name+suffix, err)
-	}
-	return nil
-}
-
-// scheduleEvery enqueues the due runs of the table's schedules, and with heartbeats on
-// recovers the jobs of dead workers, until Stop; Queue Masters run it.
-func (q *Queue) scheduleEvery(ctx context.Context) {
-	if q.ready0(ctx) != nil {
-		return
-	}
-	ticker := time.NewTicker(scheduleTick)
-	defer ticker.Stop()
-	var lastLeaseCheck time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-			if err := q.fireDue(ctx); err != nil && ctx.Err() == nil {
-				q.log.Warn("enqueueing scheduled jobs failed", "err", err)
-			}
-			if q.cfg.heartbeats() && time.Since(lastLeaseCheck) >= q.cfg.heartbeat/4 {
-				lastLeaseCheck = time.Now()
-				q.reviewExpired(ctx)
-			}
-		}
-	}
-}
-
-// reviewExpired runs a review when an active job's lease has passed, so that the job of a
-// worker that died is recovered within seconds with heartbeats on, not at the next
-// MasterInterval.
-func (q *Queue) reviewExpired(ctx context.Context) {
-	expired, err := q.db.ExpiredLeases(ctx)
-	if err != nil || !expired {
-		return
-	}
-	if _, err := q.review(ctx, false); err != nil && ctx.Err() == nil {
-		q.log.Warn("review of expired leases failed", "err", err)
-	}
-}
-
-// fireDue enqueues one job for each schedule whose next time has come, then moves the
-// schedule on to its following time. The job's id comes from the schedule's name and
-// fire time, so masters that fire the same run at once add it once; the move is a
-// compare-and-set on the fire time, so no run is skipped or moved twice.
-func (q *Queue) fireDue(ctx context.Context) error {
-	due, err := q.db.DueSchedules(ctx)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, s := range due {
-		errs = append(errs, q.fire(ctx, s))
-	}
-	return errors.Join(errs...)
-}
-
-func (q *Queue) fire(ctx context.Context, s rdb.StoredSchedule) error {
-	sched, err := specParser.Parse(s.Spec)
-	if err != nil {
-		return fmt.Errorf("schedule %q: %w", s.Name, err)
-	}
-	j := job.New(s.Data, s.JobOptions())
-	j.ID = job.UniqueID("rjq-schedule/" + s.Name + "/" + s.Next.UTC().Format(time.RFC3339Nano))
-	if _, err := q.AddJob(ctx, j); err != nil && !errors.Is(err, job.ErrExists) {
-		return fmt.Errorf("schedule %q: enqueue the run of %s: %w", s.Name, s.Next.Format(time.RFC3339), err)
-	}
-	following := sched.Next(time.Now())
-	if err := q.db.MoveSchedule(ctx, s.Name, s.Next, following); err != nil {
-		return fmt.Errorf("schedule %q: move on: %w", s.Name, err)
 	}
 	return nil
 }
