@@ -11,6 +11,6 @@
 // one table at once do no harm. The queries are the storage layer's (internal/rdb); this
 // package composes them, and package queue decides when.
 //
-// A Queue Master calls Review on its interval (Every) by itself, and Queue.Review runs it
+// A Queue Master runs Review on its interval (Services) by itself, and Queue.Review runs it
 // once. Review is exported for tools that review a table without a queue of their own.
 package master
