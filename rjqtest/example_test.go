@@ -1,0 +1,95 @@
+package rjqtest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+	"github.com/rjqgo/rethinkdb-job-queue/queue"
+	"github.com/rjqgo/rethinkdb-job-queue/rjqtest"
+)
+
+// Image is the payload of the resize jobs in the example.
+type Image struct {
+	URL   string
+	Width int
+}
+
+// resize is the handler under test: it reads its payload, reports progress, logs, and
+// cancels a job it can never do.
+var resize = queue.HandlerFor(func(ctx context.Context, j *job.Job, img Image) (any, error) {
+	if img.Width <= 0 {
+		return nil, job.Cancel("no width")
+	}
+	if err := j.UpdateProgress(ctx, 50); err != nil {
+		return nil, err
+	}
+	if err := j.AddLog(ctx, img.URL, "fetched", job.Information, ""); err != nil {
+		return nil, err
+	}
+	return fmt.Sprintf("%s at %dpx", img.URL, img.Width), nil
+})
+
+// A handler test needs no server: Run claims the job in memory, runs the handler and
+// records what it did.
+func Example() {
+	ctx := context.Background()
+	res, err := rjqtest.Run(ctx, resize, job.New(Image{URL: "cat.png", Width: 300}, job.Options{}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var out string
+	if err := res.Job.Result(&out); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res.Outcome, res.Job.Status, res.Job.Progress, out)
+	fmt.Println(res.Progress, res.Logs[0].Message, res.Logs[0].Data)
+
+	res, _ = rjqtest.Run(ctx, resize, job.New(Image{URL: "dog.png"}, job.Options{}))
+	fmt.Println(res.Outcome, res.Job.GetLastLog().Message)
+	// Output:
+	// completed completed 100 cat.png at 300px
+	// [50] fetched cat.png
+	// cancelled no width
+}
+
+// A failed run is retried after the job's retry delay, times its retry count.
+func ExampleRun_retry() {
+	send := func(ctx context.Context, j *job.Job) (any, error) {
+		return nil, errors.New("mail server down")
+	}
+	j := job.New("ann@example.com", job.Options{RetryMax: 2, RetryDelay: time.Minute})
+	res, err := rjqtest.Run(context.Background(), send, j)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	last := res.Job.GetLastLog()
+	fmt.Println(res.Outcome, res.Job.RetryCount, last.Type, last.ErrorMessage)
+	fmt.Println("retried after", res.Job.DateEnable.Sub(res.Job.DateFinished))
+	// Output:
+	// failed 1 warning mail server down
+	// retried after 1m0s
+}
+
+// The job's timeout cancels the handler's context, with the cause job.ErrTimeout, and
+// fails the job at once.
+func ExampleRun_timeout() {
+	wait := func(ctx context.Context, j *job.Job) (any, error) {
+		<-ctx.Done()
+		return nil, context.Cause(ctx)
+	}
+	j := job.New(nil, job.Options{Timeout: 20 * time.Millisecond})
+	res, err := rjqtest.Run(context.Background(), wait, j)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res.Outcome, errors.Is(res.Err, job.ErrTimeout), res.Err)
+	// Output:
+	// terminated true Job timed out (run time > 20 ms)
+}
