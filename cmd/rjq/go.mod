@@ -6,6 +6,7 @@ require (
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/rjqgo/rethinkdb-job-queue v0.0.0
+	github.com/rjqgo/rethinkdb-job-queue/rjqweb v0.0.0
 	github.com/stretchr/testify v1.12.1
 	gopkg.in/rethinkdb/rethinkdb-go.v6 v6.2.1
 )
@@ -29,3 +30,5 @@ require (
 )
 
 replace github.com/rjqgo/rethinkdb-job-queue => ../..
+
+replace github.com/rjqgo/rethinkdb-job-queue/rjqweb => ../../rjqweb

@@ -101,8 +101,10 @@ commands:
   workers                  the live Go workers of the queue (from their heartbeats)
   schedules                the queue's cron schedules and their next runs
   limits                   the rate limits and time windows of job names
-  web [--listen addr] [--actions]
-                           dashboard at /, Prometheus metrics at /metrics
+  web [--listen addr] [--actions] [--prefix /path/] [--token t] [--basic-auth user:pass]
+                           dashboard at the prefix (default /), Prometheus metrics under it
+                           at metrics; --token (RJQ_WEB_TOKEN) and --basic-auth
+                           (RJQ_WEB_BASIC_AUTH) require credentials
 
 The address also comes from RJQ_ADDR; RJQ_USER and RJQ_PASSWORD give the account;
 RJQ_TLS=1 or RJQ_TLS_CA=file turn TLS on.

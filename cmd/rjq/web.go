@@ -2,82 +2,70 @@ package main
 
 import (
 	"context"
-	_ "embed"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"sort"
-	"strconv"
-	"sync"
+	"path"
+	"strings"
 	"time"
 
-	"github.com/rjqgo/rethinkdb-job-queue/job"
-	"github.com/rjqgo/rethinkdb-job-queue/metrics"
-	"github.com/rjqgo/rethinkdb-job-queue/queue"
+	"github.com/rjqgo/rethinkdb-job-queue/rjqweb"
 )
 
-//go:embed web/index.html
-var indexHTML []byte
-
-// dashboard serves the web page, its JSON API, server-sent events and /metrics.
-type dashboard struct {
-	c       config
-	q       *queue.Queue
-	actions bool
-
-	mu     sync.Mutex
-	counts map[queue.EventType]uint64
-	// runs counts claims and run ends with their durations, from the changefeed.
-	runs       *metrics.Collector
-	subs       map[chan queue.Event]struct{}
-	throughput throughput
-}
-
+// cmdWeb serves the dashboard of package rjqweb on an address of its own.
 func cmdWeb(ctx context.Context, c config, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("web", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	listen := fs.String("listen", "127.0.0.1:8090", "address to serve on")
 	actions := fs.Bool("actions", false, "enable cancel, reanimate, remove, pause and resume buttons")
+	prefix := fs.String("prefix", "/", "path to serve the dashboard under, such as /jobs/")
+	token := fs.String("token", os.Getenv("RJQ_WEB_TOKEN"), "require this bearer token (env RJQ_WEB_TOKEN)")
+	basic := fs.String("basic-auth", os.Getenv("RJQ_WEB_BASIC_AUTH"), "require HTTP basic authentication as user:pass (env RJQ_WEB_BASIC_AUTH)")
 	if err := fs.Parse(args); err != nil {
 		return usagef("web: %v", err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("web takes no arguments, got %q", strings.Join(fs.Args(), " "))
+	}
+	auth, err := webAuth(*token, *basic)
+	if err != nil {
+		return err
+	}
+	mount := "/"
+	if dir := strings.TrimSuffix(*prefix, "/"); dir != "" {
+		if !strings.HasPrefix(dir, "/") || path.Clean(dir) != dir || dir == "/" {
+			return usagef("web: --prefix %q: want a clean absolute path such as /jobs/", *prefix)
+		}
+		mount = dir + "/"
 	}
 	q, done, err := c.openWatching(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
-	feed, err := c.session(ctx)
+	// The dashboard's own session, for its list pages and its run changefeed: closed after
+	// the queue has stopped, which ends that feed.
+	s, err := c.session(ctx)
 	if err != nil {
 		return err
 	}
-	defer feed.Close()
-	d := &dashboard{c: c, q: q, actions: *actions, counts: make(map[queue.EventType]uint64), subs: make(map[chan queue.Event]struct{}),
-		runs: metrics.New()}
-	feedCtx, endFeed := context.WithCancel(ctx)
-	followed := make(chan struct{})
-	go func() {
-		defer close(followed)
-		followRuns(feedCtx, feed, c, d.runs, os.Stderr)
-	}()
-	// The feed ends before its session closes: the driver does not allow closing a
-	// cursor's connection while another goroutine waits on it.
-	defer func() { endFeed(); <-followed }()
-	// Subscribe before seeding the chart, so that no run finishing meanwhile is missed.
-	go d.fanOut(q.Events(ctx))
-	if err := d.seedThroughput(ctx, time.Now()); err != nil {
+	defer s.Close()
+	h, err := rjqweb.New(rjqweb.Options{Queue: q, Session: s, Prefix: mount, Actions: *actions, Auth: auth,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+	if err != nil {
 		return err
 	}
 	l, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return usagef("web: listen on %s: %v", *listen, err)
 	}
-	fmt.Fprintf(out, "rjq web: http://%s/ (queue %s, actions %v)\n", l.Addr(), c.queue, *actions)
-	srv := &http.Server{Handler: d.routes(), ReadHeaderTimeout: 5 * time.Second}
+	fmt.Fprintf(out, "rjq web: http://%s%s (queue %s, actions %v, auth %s)\n", l.Addr(), mount, c.queue, *actions, authName(*token, *basic))
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
 		shut, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -90,241 +78,48 @@ func cmdWeb(ctx context.Context, c config, args []string, out io.Writer) error {
 	return nil
 }
 
-func (d *dashboard) routes() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = w.Write(indexHTML)
-	})
-	mux.HandleFunc("GET /api/summary", d.summary)
-	mux.HandleFunc("GET /api/jobs", d.jobs)
-	mux.HandleFunc("GET /api/jobs/{id}", d.job)
-	mux.HandleFunc("POST /api/jobs/{id}/{action}", d.writable(d.act))
-	mux.HandleFunc("POST /api/{action}", d.writable(d.global))
-	mux.HandleFunc("GET /api/throughput", d.chart)
-	mux.HandleFunc("GET /api/events", d.events)
-	mux.HandleFunc("GET /metrics", d.metrics)
-	return mux
-}
-
-// writable refuses an action unless the dashboard was started with --actions.
-func (d *dashboard) writable(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if !d.actions {
-			http.Error(w, "read-only: start rjq web with --actions to enable actions", http.StatusForbidden)
-			return
+// webAuth is the dashboard's Auth from --token and --basic-auth: either or both (a
+// request passing either is admitted), or none.
+func webAuth(token, basic string) (func(*http.Request) bool, error) {
+	var checks []func(*http.Request) bool
+	if token != "" {
+		checks = append(checks, rjqweb.BearerToken(token))
+	}
+	if basic != "" {
+		user, pass, ok := strings.Cut(basic, ":")
+		if !ok || user == "" || pass == "" {
+			return nil, usagef("web: --basic-auth (or RJQ_WEB_BASIC_AUTH): want user:pass, both non-empty")
 		}
-		h(w, r)
+		checks = append(checks, rjqweb.BasicAuth(user, pass))
 	}
-}
-
-// fanOut counts the table's events for /metrics and the throughput chart, and passes them
-// to the event streams.
-func (d *dashboard) fanOut(events <-chan queue.Event) {
-	for e := range events {
-		d.throughput.event(e, time.Now())
-		d.mu.Lock()
-		d.counts[e.Type]++
-		for ch := range d.subs {
-			select {
-			case ch <- e:
-			default: // a slow browser misses updates; it reloads on the next one
-			}
+	switch len(checks) {
+	case 0:
+		return nil, nil
+	case 1:
+		return checks[0], nil
+	}
+	return func(req *http.Request) bool {
+		// Both run: the basic check, last, leaves the challenge of the 401, which a
+		// browser answers by asking for a user name and password.
+		ok := false
+		for _, check := range checks {
+			ok = check(req) || ok
 		}
-		d.mu.Unlock()
-	}
+		return ok
+	}, nil
 }
 
-// seedThroughput fills the chart with the runs that finished in its window before until.
-func (d *dashboard) seedThroughput(ctx context.Context, until time.Time) error {
-	s, err := d.c.session(ctx)
-	if err != nil {
-		return err
+// authName says which authentication the dashboard asks for.
+func authName(token, basic string) string {
+	var names []string
+	if token != "" {
+		names = append(names, "bearer token")
 	}
-	defer s.Close()
-	if err := d.throughput.seed(ctx, s, d.c, until); err != nil {
-		return fmt.Errorf("web: read the last hour's finished jobs: %w", err)
+	if basic != "" {
+		names = append(names, "basic")
 	}
-	return nil
-}
-
-// chart serves the throughput chart's minutes, oldest first.
-func (d *dashboard) chart(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, map[string]any{"minutes": d.throughput.last(time.Now())})
-}
-
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func httpError(w http.ResponseWriter, err error) {
-	code := http.StatusInternalServerError
-	var ue usageError
-	switch {
-	case errors.Is(err, job.ErrNotFound):
-		code = http.StatusNotFound
-	case errors.As(err, &ue), errors.Is(err, job.ErrInvalid):
-		code = http.StatusBadRequest
+	if len(names) == 0 {
+		return "none"
 	}
-	http.Error(w, err.Error(), code)
-}
-
-func (d *dashboard) summary(w http.ResponseWriter, r *http.Request) {
-	s, err := summarize(r.Context(), d.q)
-	if err != nil {
-		httpError(w, err)
-		return
-	}
-	writeJSON(w, map[string]any{"queue": d.c.queue, "db": d.c.db, "counts": s, "paused": d.q.Paused(), "actions": d.actions})
-}
-
-func (d *dashboard) jobs(w http.ResponseWriter, r *http.Request) {
-	status := r.URL.Query().Get("status")
-	if status != "" && !job.Status(status).Valid() {
-		httpError(w, usagef("unknown status %q", status))
-		return
-	}
-	limit := 25
-	if n, err := strconv.Atoi(r.URL.Query().Get("limit")); err == nil && n > 0 && n <= 500 {
-		limit = n
-	}
-	s, err := d.c.session(r.Context())
-	if err != nil {
-		httpError(w, err)
-		return
-	}
-	defer s.Close()
-	jobs, err := listPage(r.Context(), s, d.c, status, r.URL.Query().Get("name"), r.URL.Query().Get("after"), limit)
-	if err != nil {
-		httpError(w, err)
-		return
-	}
-	sort.SliceStable(jobs, func(i, k int) bool { return jobs[i].DateCreated.After(jobs[k].DateCreated) })
-	writeJSON(w, jobs)
-}
-
-func (d *dashboard) job(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if !job.ValidID(id) {
-		httpError(w, usagef("%q is not a job id", id))
-		return
-	}
-	jobs, err := d.q.GetJob(r.Context(), id)
-	if err != nil {
-		httpError(w, err)
-		return
-	}
-	// The page shows the priority by name, as rjq show does.
-	writeJSON(w, struct {
-		*job.Job
-		PriorityName string
-	}{jobs[0], jobs[0].Priority.String()})
-}
-
-func (d *dashboard) act(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if !job.ValidID(id) {
-		httpError(w, usagef("%q is not a job id", id))
-		return
-	}
-	var err error
-	switch r.PathValue("action") {
-	case "cancel":
-		_, err = d.q.CancelJob(r.Context(), "cancelled from the rjq dashboard", id)
-	case "reanimate":
-		_, err = d.q.ReanimateJob(r.Context(), time.Time{}, id)
-	case "remove":
-		_, err = d.q.RemoveJob(r.Context(), id)
-	default:
-		http.NotFound(w, r)
-		return
-	}
-	if err != nil {
-		httpError(w, err)
-		return
-	}
-	writeJSON(w, map[string]string{"ok": id})
-}
-
-func (d *dashboard) global(w http.ResponseWriter, r *http.Request) {
-	var err error
-	switch r.PathValue("action") {
-	case "pause":
-		err = d.q.Pause(r.Context(), true)
-	case "resume":
-		err = d.q.Resume(r.Context(), true)
-	default:
-		http.NotFound(w, r)
-		return
-	}
-	if err != nil {
-		httpError(w, err)
-		return
-	}
-	writeJSON(w, map[string]bool{"paused": d.q.Paused()})
-}
-
-// events streams the table's events to the page as server-sent events.
-func (d *dashboard) events(w http.ResponseWriter, r *http.Request) {
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
-		return
-	}
-	ch := make(chan queue.Event, 256)
-	d.mu.Lock()
-	d.subs[ch] = struct{}{}
-	d.mu.Unlock()
-	defer func() {
-		d.mu.Lock()
-		delete(d.subs, ch)
-		d.mu.Unlock()
-	}()
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	fmt.Fprint(w, ": connected\n\n")
-	flusher.Flush()
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case e := <-ch:
-			b, _ := json.Marshal(map[string]any{"type": e.Type, "job": e.JobID, "progress": e.Progress})
-			fmt.Fprintf(w, "data: %s\n\n", b)
-			flusher.Flush()
-		}
-	}
-}
-
-// metrics writes the Prometheus text format: jobs by status (read now) and the events
-// seen since the dashboard started.
-func (d *dashboard) metrics(w http.ResponseWriter, r *http.Request) {
-	s, err := summarize(r.Context(), d.q)
-	if err != nil {
-		httpError(w, err)
-		return
-	}
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	fmt.Fprintln(w, "# HELP rjq_jobs Jobs in the queue by status.")
-	fmt.Fprintln(w, "# TYPE rjq_jobs gauge")
-	for _, kv := range []struct {
-		status string
-		n      int
-	}{{"waiting", s.Waiting}, {"active", s.Active}, {"completed", s.Completed}, {"cancelled", s.Cancelled}, {"failed", s.Failed}, {"terminated", s.Terminated}} {
-		fmt.Fprintf(w, "rjq_jobs{queue=%q,status=%q} %d\n", d.c.queue, kv.status, kv.n)
-	}
-	fmt.Fprintln(w, "# HELP rjq_events_total Queue events seen on the table's changefeed since rjq web started.")
-	fmt.Fprintln(w, "# TYPE rjq_events_total counter")
-	d.mu.Lock()
-	types := make([]string, 0, len(d.counts))
-	for t := range d.counts {
-		types = append(types, string(t))
-	}
-	sort.Strings(types)
-	for _, t := range types {
-		fmt.Fprintf(w, "rjq_events_total{queue=%q,type=%q} %d\n", d.c.queue, t, d.counts[queue.EventType(t)])
-	}
-	d.mu.Unlock()
-	d.runs.WriteTo(r.Context(), w)
+	return strings.Join(names, " or ")
 }

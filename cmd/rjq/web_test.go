@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -155,7 +156,9 @@ func TestDashboardInABrowser(t *testing.T) {
 
 	bin := binary(t)
 	base := []string{"--addr", addr, "--db", db, "--queue", name}
-	url := startWeb(t, bin, base, "--actions")
+	// Mounted under a prefix, so that every URL the page uses must be relative to it.
+	url := startWeb(t, bin, base, "--actions", "--prefix", "/ops/queue")
+	require.True(t, strings.HasSuffix(url, "/ops/queue/"), "rjq web serves at %s", url)
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(browserPath),
@@ -316,9 +319,11 @@ func TestDashboardInABrowser(t *testing.T) {
 		resp, err := http.Get(again + "api/throughput")
 		require.NoError(t, err)
 		defer resp.Body.Close()
-		var chart struct{ Minutes []minuteCount }
+		var chart struct {
+			Minutes []struct{ Completed, Failed int }
+		}
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&chart))
-		require.Len(t, chart.Minutes, chartMinutes)
+		require.Len(t, chart.Minutes, 60, "the last hour, a minute each")
 		completed, failed := 0, 0
 		for _, m := range chart.Minutes {
 			completed += m.Completed
@@ -328,4 +333,50 @@ func TestDashboardInABrowser(t *testing.T) {
 		assert.Equal(t, 2, failed, "flaky waiting for its retry, broken terminated")
 	})
 	t.Logf("browser part took %v", time.Since(start).Round(100*time.Millisecond))
+}
+
+// --token and --basic-auth make the dashboard's Auth: either admits, and a malformed
+// --basic-auth is bad usage. (rjqweb's tests check the 401 and its challenge.)
+func TestWebAuthFlags(t *testing.T) {
+	type creds struct{ bearer, user, pass string }
+	for _, tc := range []struct {
+		name, token, basic string
+		admitted, refused  []creds
+	}{
+		{name: "token", token: "s3cret",
+			admitted: []creds{{bearer: "s3cret"}}, refused: []creds{{}, {bearer: "other"}, {user: "ops", pass: "s3cret"}}},
+		{name: "basic", basic: "ops:pw:with:colons",
+			admitted: []creds{{user: "ops", pass: "pw:with:colons"}}, refused: []creds{{}, {user: "ops", pass: "pw"}, {bearer: "pw:with:colons"}}},
+		{name: "both", token: "s3cret", basic: "ops:pw",
+			admitted: []creds{{bearer: "s3cret"}, {user: "ops", pass: "pw"}}, refused: []creds{{}, {bearer: "pw"}, {user: "ops", pass: "s3cret"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			auth, err := webAuth(tc.token, tc.basic)
+			require.NoError(t, err)
+			request := func(c creds) *http.Request {
+				req := httptest.NewRequest("GET", "/", nil)
+				if c.bearer != "" {
+					req.Header.Set("Authorization", "Bearer "+c.bearer)
+				}
+				if c.user != "" {
+					req.SetBasicAuth(c.user, c.pass)
+				}
+				return req
+			}
+			for _, c := range tc.admitted {
+				assert.True(t, auth(request(c)), "%+v admitted", c)
+			}
+			for _, c := range tc.refused {
+				assert.False(t, auth(request(c)), "%+v refused", c)
+			}
+		})
+	}
+	auth, err := webAuth("", "")
+	require.NoError(t, err)
+	assert.Nil(t, auth, "no flag, no authentication")
+	for _, bad := range []string{"ops", "ops:", ":pw"} {
+		_, err := webAuth("", bad)
+		var ue usageError
+		assert.ErrorAs(t, err, &ue, "--basic-auth %q", bad)
+	}
 }

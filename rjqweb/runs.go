@@ -1,9 +1,8 @@
-package main
+package rjqweb
 
 import (
 	"context"
-	"fmt"
-	"io"
+	"log/slog"
 	"time"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
@@ -17,16 +16,15 @@ import (
 // language runs the jobs: a job that becomes active is a claim, and a job that leaves
 // active is the end of a run, with the duration its outcome's log entry records (both
 // libraries write it) or else dateFinished − dateStarted. A feed that fails is reopened
-// after a second (changes meanwhile are not counted), and its error written to errs
-// whenever it differs from the last one.
-func followRuns(ctx context.Context, s r.QueryExecutor, c config, m *metrics.Collector, errs io.Writer) {
-	table := r.DB(c.db).Table(c.queue)
+// after a second (changes meanwhile are not counted), and its error logged whenever it
+// differs from the last one.
+func followRuns(ctx context.Context, s r.QueryExecutor, table r.Term, queueName string, m *metrics.Collector, log *slog.Logger) {
 	var last string
 	for ctx.Err() == nil {
-		err := changefeed.Follow(ctx, s, table, r.RunOpts{}, nil, func(ch changefeed.Change) { countRun(c.queue, ch, m) })
+		err := changefeed.Follow(ctx, s, table, r.RunOpts{}, nil, func(ch changefeed.Change) { countRun(queueName, ch, m) })
 		if err != nil && ctx.Err() == nil && err.Error() != last {
 			last = err.Error()
-			fmt.Fprintf(errs, "rjq web: the changefeed for /metrics failed, retrying every second: %v\n", err)
+			log.Error("rjqweb: the changefeed of the run metrics failed, retrying every second", "queue", queueName, "err", err)
 		}
 		select {
 		case <-ctx.Done():

@@ -1,4 +1,4 @@
-package main
+package rjqweb
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 const chartMinutes = 60
 
 // throughput counts finished runs per minute for the dashboard's chart. It is seeded once
-// from the database when rjq web starts and then counted from the changefeed's events, so
+// from the database when the handler is made and then counted from the queue's events, so
 // a page refresh reads memory and never the table, however busy the queue.
 type throughput struct {
 	mu      sync.Mutex
@@ -78,7 +78,7 @@ func (tp *throughput) last(now time.Time) []minuteCount {
 // seed counts the runs that finished in the chart's window before until, from the jobs
 // the table still holds: completed and terminated jobs through the finished index (a range
 // of the last hour, not the table), and jobs failed and waiting for a retry through the
-// status index (few: a retry is soon due). It runs once, when rjq web starts, and reads two
+// status index (few: a retry is soon due). It runs once, in New, and reads two
 // fields of each job; events count every run from then on. A job that failed and then
 // completed within the hour counts once, as completed.
 //
@@ -86,9 +86,8 @@ func (tp *throughput) last(now time.Time) []minuteCount {
 // are checked here too, but for the index range's start, because reqlite, the CI's server,
 // keeps times that a Go client wrote in an update as plain objects, which its time
 // functions and time comparisons reject.
-func (tp *throughput) seed(ctx context.Context, s *r.Session, c config, until time.Time) error {
+func (tp *throughput) seed(ctx context.Context, s *r.Session, table r.Term, until time.Time) error {
 	since := until.Add(-chartMinutes * time.Minute)
-	table := r.DB(c.db).Table(c.queue)
 	finished := table.Between(since, r.MaxVal, r.BetweenOpts{Index: dbinit.IndexFinishedDateFinished}).
 		Filter(func(d r.Term) r.Term { return d.Field("status").Ne(string(job.Cancelled)) })
 	// A closed range of one key rather than GetAll, which reqlite answers with nothing.

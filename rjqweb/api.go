@@ -1,0 +1,291 @@
+package rjqweb
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"time"
+
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+	"github.com/rjqgo/rethinkdb-job-queue/queue"
+)
+
+// badRequest is bad input in a request: 400.
+type badRequest string
+
+func (e badRequest) Error() string { return string(e) }
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func httpError(w http.ResponseWriter, err error) {
+	code := http.StatusInternalServerError
+	var bad badRequest
+	switch {
+	case errors.Is(err, job.ErrNotFound):
+		code = http.StatusNotFound
+	case errors.As(err, &bad), errors.Is(err, job.ErrInvalid):
+		code = http.StatusBadRequest
+	}
+	http.Error(w, err.Error(), code)
+}
+
+// counts is a summary with the lower-case keys of `rjq summary --json`.
+type counts struct {
+	Waiting    int `json:"waiting"`
+	Active     int `json:"active"`
+	Completed  int `json:"completed"`
+	Cancelled  int `json:"cancelled"`
+	Failed     int `json:"failed"`
+	Terminated int `json:"terminated"`
+	Total      int `json:"total"`
+	// FinishedAsOf is set when the finished counts are the Queue Master's tally, as of
+	// then: estimates (see queue.Summary).
+	FinishedAsOf *time.Time `json:"finishedAsOf,omitempty"`
+}
+
+func summarize(ctx context.Context, q *queue.Queue) (counts, error) {
+	s, err := q.Summary(ctx)
+	c := counts{Waiting: s.Waiting, Active: s.Active, Completed: s.Completed, Cancelled: s.Cancelled,
+		Failed: s.Failed, Terminated: s.Terminated, Total: s.Total}
+	if !s.FinishedAsOf.IsZero() {
+		c.FinishedAsOf = &s.FinishedAsOf
+	}
+	return c, err
+}
+
+func (d *dashboard) summary(w http.ResponseWriter, req *http.Request) {
+	s, err := summarize(req.Context(), d.q)
+	if err != nil {
+		httpError(w, err)
+		return
+	}
+	writeJSON(w, map[string]any{"queue": d.q.Name(), "db": d.q.DB(), "counts": s, "paused": d.q.Paused(), "actions": d.actions})
+}
+
+// listed is a job as the list shows it.
+type listed struct {
+	ID          string    `json:"id" rethinkdb:"id"`
+	Name        string    `json:"name" rethinkdb:"name"`
+	Status      string    `json:"status" rethinkdb:"status"`
+	Priority    float64   `json:"priority" rethinkdb:"priority"`
+	Progress    float64   `json:"progress" rethinkdb:"progress"`
+	DateCreated time.Time `json:"dateCreated" rethinkdb:"dateCreated"`
+}
+
+// listPage reads a page of jobs in id order after the id after, through the primary
+// index: the read stops at the page's end, never scanning the whole table.
+func listPage(ctx context.Context, s *r.Session, table r.Term, status, name, after string, limit int) ([]listed, error) {
+	page := table.Between(r.MinVal, r.MaxVal, r.BetweenOpts{Index: "id"})
+	if after != "" {
+		page = table.Between(after, r.MaxVal, r.BetweenOpts{Index: "id", LeftBound: "open"})
+	}
+	page = page.OrderBy(r.OrderByOpts{Index: "id"}).Filter(func(d r.Term) r.Term {
+		keep := d.HasFields("status").And(d.Field("id").Ne(job.StateDocumentID))
+		if status != "" {
+			keep = keep.And(d.Field("status").Eq(status))
+		}
+		if name != "" {
+			keep = keep.And(d.Field("name").Eq(name))
+		}
+		return keep
+	}).Limit(limit).Pluck("id", "name", "status", "priority", "progress", "dateCreated")
+	var jobs []listed
+	err := readAll(ctx, s, page, &jobs)
+	return jobs, err
+}
+
+func readAll(ctx context.Context, s *r.Session, term r.Term, dst any) error {
+	cur, err := term.Run(s, r.RunOpts{Context: ctx})
+	if err != nil {
+		return err
+	}
+	return cur.All(dst)
+}
+
+func (d *dashboard) jobs(w http.ResponseWriter, req *http.Request) {
+	query := req.URL.Query()
+	status := query.Get("status")
+	if status != "" && !job.Status(status).Valid() {
+		httpError(w, badRequest(fmt.Sprintf("unknown status %q", status)))
+		return
+	}
+	limit := 25
+	if n, err := strconv.Atoi(query.Get("limit")); err == nil && n > 0 && n <= 500 {
+		limit = n
+	}
+	jobs, err := listPage(req.Context(), d.s, d.table(), status, query.Get("name"), query.Get("after"), limit)
+	if err != nil {
+		httpError(w, err)
+		return
+	}
+	sort.SliceStable(jobs, func(i, k int) bool { return jobs[i].DateCreated.After(jobs[k].DateCreated) })
+	writeJSON(w, jobs)
+}
+
+// jobID is the request's job id, checked.
+func jobID(req *http.Request) (string, error) {
+	id := req.PathValue("id")
+	if !job.ValidID(id) {
+		return "", badRequest(fmt.Sprintf("%q is not a job id", id))
+	}
+	return id, nil
+}
+
+func (d *dashboard) job(w http.ResponseWriter, req *http.Request) {
+	id, err := jobID(req)
+	if err != nil {
+		httpError(w, err)
+		return
+	}
+	jobs, err := d.q.GetJob(req.Context(), id)
+	if err != nil {
+		httpError(w, err)
+		return
+	}
+	// The page shows the priority by name, as rjq show does.
+	writeJSON(w, struct {
+		*job.Job
+		PriorityName string
+	}{jobs[0], jobs[0].Priority.String()})
+}
+
+func (d *dashboard) act(w http.ResponseWriter, req *http.Request) {
+	id, err := jobID(req)
+	if err != nil {
+		httpError(w, err)
+		return
+	}
+	switch req.PathValue("action") {
+	case "cancel":
+		_, err = d.q.CancelJob(req.Context(), "cancelled from the rjq dashboard", id)
+	case "reanimate":
+		_, err = d.q.ReanimateJob(req.Context(), time.Time{}, id)
+	case "remove":
+		_, err = d.q.RemoveJob(req.Context(), id)
+	default:
+		http.NotFound(w, req)
+		return
+	}
+	if err != nil {
+		httpError(w, err)
+		return
+	}
+	writeJSON(w, map[string]string{"ok": id})
+}
+
+func (d *dashboard) global(w http.ResponseWriter, req *http.Request) {
+	var err error
+	switch req.PathValue("action") {
+	case "pause":
+		err = d.q.Pause(req.Context(), true)
+	case "resume":
+		err = d.q.Resume(req.Context(), true)
+	default:
+		http.NotFound(w, req)
+		return
+	}
+	if err != nil {
+		httpError(w, err)
+		return
+	}
+	writeJSON(w, map[string]bool{"paused": d.q.Paused()})
+}
+
+// chart serves the throughput chart's minutes, oldest first.
+func (d *dashboard) chart(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, map[string]any{"minutes": d.throughput.last(time.Now())})
+}
+
+// fanOut counts the queue's events for the metrics and the throughput chart, and passes
+// them to the event streams, until the queue stops.
+func (d *dashboard) fanOut(events <-chan queue.Event) {
+	for e := range events {
+		d.throughput.event(e, time.Now())
+		d.mu.Lock()
+		d.counts[e.Type]++
+		for ch := range d.subs {
+			select {
+			case ch <- e:
+			default: // a slow browser misses updates; it reloads on the next one
+			}
+		}
+		d.mu.Unlock()
+	}
+}
+
+// events streams the queue's events to the page as server-sent events, until the page
+// goes or the queue stops.
+func (d *dashboard) events(w http.ResponseWriter, req *http.Request) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	ch := make(chan queue.Event, 256)
+	d.mu.Lock()
+	d.subs[ch] = struct{}{}
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		delete(d.subs, ch)
+		d.mu.Unlock()
+	}()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	fmt.Fprint(w, ": connected\n\n")
+	flusher.Flush()
+	for {
+		select {
+		case <-req.Context().Done():
+			return
+		case <-d.done:
+			return
+		case e := <-ch:
+			b, _ := json.Marshal(map[string]any{"type": e.Type, "job": e.JobID, "progress": e.Progress})
+			fmt.Fprintf(w, "data: %s\n\n", b)
+			flusher.Flush()
+		}
+	}
+}
+
+// metrics writes the Prometheus text format: jobs by status (read now), the events seen
+// since the handler was made, and the runs counted from the changefeed.
+func (d *dashboard) metrics(w http.ResponseWriter, req *http.Request) {
+	s, err := summarize(req.Context(), d.q)
+	if err != nil {
+		httpError(w, err)
+		return
+	}
+	name := d.q.Name()
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	fmt.Fprintln(w, "# HELP rjq_jobs Jobs in the queue by status.")
+	fmt.Fprintln(w, "# TYPE rjq_jobs gauge")
+	for _, kv := range []struct {
+		status string
+		n      int
+	}{{"waiting", s.Waiting}, {"active", s.Active}, {"completed", s.Completed}, {"cancelled", s.Cancelled}, {"failed", s.Failed}, {"terminated", s.Terminated}} {
+		fmt.Fprintf(w, "rjq_jobs{queue=%q,status=%q} %d\n", name, kv.status, kv.n)
+	}
+	fmt.Fprintln(w, "# HELP rjq_events_total Queue events seen on the table's changefeed since the dashboard started.")
+	fmt.Fprintln(w, "# TYPE rjq_events_total counter")
+	d.mu.Lock()
+	types := make([]string, 0, len(d.counts))
+	for t := range d.counts {
+		types = append(types, string(t))
+	}
+	sort.Strings(types)
+	for _, t := range types {
+		fmt.Fprintf(w, "rjq_events_total{queue=%q,type=%q} %d\n", name, t, d.counts[queue.EventType(t)])
+	}
+	d.mu.Unlock()
+	d.runs.WriteTo(req.Context(), w)
+}

@@ -1,0 +1,233 @@
+// Package rjqweb is the rjq dashboard as an http.Handler, to mount in a server of your
+// own: the counts of a queue by status, a chart of finished runs per minute over the last
+// hour, the job list with filters and paging, each job's page with its progress and log,
+// all kept current over server-sent events, and Prometheus metrics at "metrics". The
+// command `rjq web` serves the same handler on a port of its own.
+//
+//	h, err := rjqweb.New(rjqweb.Options{
+//		Queue: q, Session: session, Prefix: "/jobs/",
+//		Auth: rjqweb.BasicAuth("ops", os.Getenv("DASHBOARD_PASSWORD")),
+//	})
+//	mux.Handle("/jobs/", h)
+//
+// It is a module of its own (github.com/rjqgo/rethinkdb-job-queue/rjqweb), so that users
+// of the queue library download nothing of it.
+//
+// # What it serves
+//
+// Under the prefix: the page at "", its JSON API under "api/", server-sent events at
+// "api/events" and the metrics at "metrics". The page refers to everything by relative
+// URLs, so it works under any prefix. Every request passes Options.Auth first (401 when it
+// refuses). The write endpoints (cancel, reanimate and remove a job; global pause and
+// resume) answer 403 unless Options.Actions is set, and refuse cross-origin requests from
+// browsers with 403 (http.CrossOriginProtection): another site's page cannot make a
+// signed-in browser change the queue. Reads stay open to any origin that passes Auth. The
+// page may only be framed by pages of its own origin (frame-ancestors 'self'), so another
+// site cannot overlay its buttons either.
+//
+// # Metrics
+//
+// Series: rjq_jobs{queue,status} (read at each scrape), rjq_events_total{queue,type} (the
+// queue's events since the handler was made), and rjq_jobs_claimed_total,
+// rjq_runs_total{queue,status} and the histogram rjq_run_duration_seconds, counted from the
+// table's changefeed, so they cover every worker of the table, Go or Node.js.
+//
+// # Lifetime
+//
+// New starts two goroutines: one takes the queue's events (for the page, the chart and
+// rjq_events_total) and one follows the table's changefeed on Options.Session (for the run
+// series). Both end when the queue stops; close the session after stopping the queue.
+package rjqweb
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/metrics"
+	"github.com/rjqgo/rethinkdb-job-queue/queue"
+)
+
+//go:embed web/index.html
+var indexHTML []byte
+
+// seedTimeout bounds New's read of the last hour's finished runs.
+const seedTimeout = 30 * time.Second
+
+// Options configure the dashboard. Queue and Session are required.
+type Options struct {
+	// Queue is the queue the dashboard shows and acts on. Open it with its changefeed on
+	// (NoChangeFeed false), so that the page learns what other processes do; a queue
+	// opened only to watch needs no Master (MasterInterval -1) and no heartbeat
+	// (Heartbeat -1), and does not call Process.
+	Queue *queue.Queue
+	// Session reads the queue's table directly: pages of the job list (through the
+	// primary index, never the whole table), the chart's last hour when New runs, and the
+	// changefeed the run metrics come from. It may be the session the queue uses. Give it
+	// no ReadTimeout (the changefeed waits on it while the table is quiet), and close it
+	// only after the queue has stopped.
+	Session *r.Session
+	// Prefix is the path the handler is mounted at, such as "/jobs/" (a trailing slash is
+	// added when missing); default "/". The handler serves only paths under it, answers
+	// the prefix without its slash with a redirect to it, and expects the full path: mount
+	// it with mux.Handle(prefix, h), not under http.StripPrefix.
+	Prefix string
+	// Actions enables the write endpoints and the page's buttons (cancel, reanimate and
+	// remove a job; pause and resume every queue of the table). Off, the dashboard is
+	// read-only and the write endpoints answer 403.
+	Actions bool
+	// Auth, when not nil, decides whether a request may see the dashboard at all (page,
+	// API, events and metrics); a refused request gets 401. BasicAuth and BearerToken
+	// make one. Nil: no authentication, for a dashboard on a loopback or private address.
+	Auth func(*http.Request) bool
+	// Logger receives the errors of the run metrics' changefeed (it retries every
+	// second). Nil: they are discarded.
+	Logger *slog.Logger
+}
+
+// dashboard serves the web page, its JSON API, server-sent events and the metrics.
+type dashboard struct {
+	q       *queue.Queue
+	s       *r.Session
+	prefix  string
+	actions bool
+	auth    func(*http.Request) bool
+	routes  http.Handler
+
+	mu     sync.Mutex
+	counts map[queue.EventType]uint64
+	subs   map[chan queue.Event]struct{}
+	// runs counts claims and run ends with their durations, from the changefeed.
+	runs       *metrics.Collector
+	throughput throughput
+	// done is closed once the background goroutines have returned (the queue stopped).
+	done chan struct{}
+}
+
+// New returns the dashboard of opts.Queue. It reads the finished runs of the last hour
+// for the chart once, before returning (bounded by 30 seconds), and fails when that read
+// does, when Queue or Session is nil, or when Prefix is not a clean absolute path.
+func New(opts Options) (http.Handler, error) {
+	if opts.Queue == nil || opts.Session == nil {
+		return nil, errors.New("rjqweb: Options.Queue and Options.Session are required")
+	}
+	prefix, err := cleanPrefix(opts.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	d := &dashboard{q: opts.Queue, s: opts.Session, prefix: prefix, actions: opts.Actions, auth: opts.Auth,
+		counts: make(map[queue.EventType]uint64), subs: make(map[chan queue.Event]struct{}),
+		runs: metrics.New(), done: make(chan struct{})}
+	d.routes = d.mux()
+
+	// Subscribe before seeding the chart, so that no run finishing meanwhile is missed.
+	life, end := context.WithCancel(context.Background())
+	events := d.q.Events(life)
+	seedCtx, cancel := context.WithTimeout(context.Background(), seedTimeout)
+	defer cancel()
+	if err := d.throughput.seed(seedCtx, d.s, d.table(), time.Now()); err != nil {
+		end()
+		return nil, fmt.Errorf("rjqweb: read the last hour's finished jobs: %w", err)
+	}
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		followRuns(life, d.s, d.table(), d.q.Name(), d.runs, log)
+	}()
+	go func() {
+		d.fanOut(events) // until the queue stops
+		end()
+		<-followed
+		close(d.done)
+	}()
+	return d, nil
+}
+
+// cleanPrefix checks a mount path and gives it its trailing slash.
+func cleanPrefix(p string) (string, error) {
+	if p == "" || p == "/" {
+		return "/", nil
+	}
+	dir := strings.TrimSuffix(p, "/")
+	if !strings.HasPrefix(dir, "/") || path.Clean(dir) != dir || dir == "/" {
+		return "", fmt.Errorf("rjqweb: Options.Prefix %q: want a clean absolute path such as /jobs/", p)
+	}
+	return dir + "/", nil
+}
+
+// table is the queue's table.
+func (d *dashboard) table() r.Term { return r.DB(d.q.DB()).Table(d.q.Name()) }
+
+// ServeHTTP checks the path and Auth, then routes the request.
+func (d *dashboard) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	p := req.URL.Path
+	if !strings.HasPrefix(p, d.prefix) && p+"/" != d.prefix {
+		http.NotFound(w, req)
+		return
+	}
+	if d.auth != nil && !authorized(d.auth, w, req) {
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		return
+	}
+	if p+"/" == d.prefix {
+		// Relative, so that it holds behind a proxy that mounts the server elsewhere.
+		target := path.Base(p) + "/"
+		if req.URL.RawQuery != "" {
+			target += "?" + req.URL.RawQuery
+		}
+		w.Header().Set("Location", target)
+		w.WriteHeader(http.StatusMovedPermanently)
+		return
+	}
+	d.routes.ServeHTTP(w, req)
+}
+
+// mux routes the paths under the prefix.
+func (d *dashboard) mux() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", d.page)
+	mux.HandleFunc("GET /api/summary", d.summary)
+	mux.HandleFunc("GET /api/jobs", d.jobs)
+	mux.HandleFunc("GET /api/jobs/{id}", d.job)
+	mux.Handle("POST /api/jobs/{id}/{action}", d.writable(d.act))
+	mux.Handle("POST /api/{action}", d.writable(d.global))
+	mux.HandleFunc("GET /api/throughput", d.chart)
+	mux.HandleFunc("GET /api/events", d.events)
+	mux.HandleFunc("GET /metrics", d.metrics)
+	return http.StripPrefix(strings.TrimSuffix(d.prefix, "/"), mux)
+}
+
+// writable guards a write endpoint: refused with 403 unless actions are on, and refused
+// with 403 when a browser sends it from another origin.
+func (d *dashboard) writable(h http.HandlerFunc) http.Handler {
+	return http.NewCrossOriginProtection().Handler(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if !d.actions {
+			http.Error(w, "read-only dashboard: actions are off (rjqweb Options.Actions, rjq web --actions)", http.StatusForbidden)
+			return
+		}
+		h(w, req)
+	}))
+}
+
+// page serves the dashboard's page. Only pages of its own origin may frame it, so that no
+// other site can lay its buttons under a decoy.
+func (d *dashboard) page(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", "frame-ancestors 'self'")
+	w.Header().Set("X-Frame-Options", "SAMEORIGIN")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(indexHTML)
+}
