@@ -35,7 +35,10 @@ func (t *Table) FailOrphans(ctx context.Context) (int, error) {
 
 // failOrphans fails the orphans among the active jobs of sel.
 func (t *Table) failOrphans(ctx context.Context, sel r.Term) (int, error) {
-	n, err := t.Write(ctx, sel.Update(func(row r.Term) any {
+	// A replace with a merge, not an update: a time merged into a field that holds an
+	// object (written by hand) makes an invalid time and fails the whole write, and only
+	// a merge takes r.Literal, which sets the field whatever it held.
+	n, err := t.Write(ctx, sel.Replace(func(row r.Term) any {
 		number := func(field string) r.Term {
 			v := row.Field(field).Default(nil)
 			return r.Branch(v.TypeOf().Eq("NUMBER"), v, 0)
@@ -55,15 +58,15 @@ func (t *Table) failOrphans(ctx context.Context, sel r.Term) (int, error) {
 		log := row.Field("log").Default(nil)
 		orphaned := row.Field("status").Eq(string(job.Active)).
 			And(enable.TypeOf().Ne("PTYPE<TIME>").Or(enable.Lt(r.Now())))
-		return r.Branch(orphaned, map[string]any{
+		return r.Branch(orphaned, row.Merge(map[string]any{
 			"status":       status,
-			"dateFinished": r.Now(),
+			"dateFinished": r.Literal(r.Now()),
 			"retryCount":   r.Branch(retry, retryCount.Add(1), retryCount),
 			"log": r.Branch(log.TypeOf().Eq("ARRAY"),
 				AppendLogTerm(log, entry, trunc, t.LimitJobLogs),
 				[]any{entry}),
 			"queueId": t.QueueID,
-		}, nil)
+		}), row)
 	}))
 	if err != nil {
 		return n.Replaced, err
