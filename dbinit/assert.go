@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -193,54 +194,92 @@ type configEntry struct {
 const twinSuffix = "_rjqtwin_"
 
 // resolveTwins merges and drops duplicate databases and tables of the target's names,
-// keeping the one with the lowest id. It reports whether it found any. A server without
-// the system tables (reqlite) has none to find.
+// keeping the one with the lowest id, and finishes the merges of twins that a racer
+// renamed out of the way and did not drop (it failed, or the rename was not yet visible
+// to it). It reports whether it found any. A server without the system tables (reqlite)
+// has none to find.
 func resolveTwins(ctx context.Context, t Target) (bool, error) {
 	opts := t.RunOpts
 	opts.Context = ctx
 	opts.ReadMode = "majority"
 	sys := r.DB("rethinkdb")
 	var dbs []configEntry
-	if err := readAll(ctx, t.Session, opts, sys.Table("db_config").Filter(map[string]any{"name": t.DB}), &dbs); err != nil {
+	if err := readAll(ctx, t.Session, opts, sys.Table("db_config").Filter(namedOrTwin(t.DB)), &dbs); err != nil {
 		return false, fmt.Errorf("dbinit: look for twins of database %s: %w", t.DB, err)
 	}
-	found := false
-	if len(dbs) > 1 {
-		found = true
-		slices.SortFunc(dbs, func(a, b configEntry) int { return strings.Compare(a.ID, b.ID) })
-		for _, twin := range dbs[1:] {
-			if err := mergeDB(ctx, t, opts, twin); err != nil {
-				return true, err
+	keep, twins := splitTwins(dbs, t.DB)
+	for i, twin := range twins { // all renamed first, as tables below
+		if twin.Name == t.DB {
+			renamed := t.DB + twinSuffix + strings.ReplaceAll(twin.ID, "-", "")
+			if err := runWrite(opts, t.Session, sys.Table("db_config").Get(twin.ID).Update(map[string]any{"name": renamed})); err != nil {
+				return true, fmt.Errorf("dbinit: rename twin database %s: %w", twin.ID, err)
 			}
+			twins[i].Name = renamed
 		}
+	}
+	for _, twin := range twins {
+		if err := absorbDB(ctx, t, opts, twin.Name); err != nil {
+			return true, err
+		}
+	}
+	found := len(twins) > 0
+	if keep == nil {
+		return found, nil
 	}
 	var tables []configEntry
 	// The db field of table_config names the database; after the step above it is unique.
-	if err := readAll(ctx, t.Session, opts, sys.Table("table_config").Filter(map[string]any{"db": t.DB, "name": t.Table}), &tables); err != nil {
+	if err := readAll(ctx, t.Session, opts, sys.Table("table_config").Filter(func(row r.Term) r.Term {
+		return row.Field("db").Eq(t.DB).And(namedOrTwin(t.Table)(row))
+	}), &tables); err != nil {
 		return found, fmt.Errorf("dbinit: look for twins of table %s: %w", t.Table, err)
 	}
-	if len(tables) > 1 {
-		found = true
-		slices.SortFunc(tables, func(a, b configEntry) int { return strings.Compare(a.ID, b.ID) })
-		for _, twin := range tables[1:] {
-			if err := mergeTable(ctx, t, opts, t.DB, twin, t.Table); err != nil {
+	_, twins = splitTwins(tables, t.Table)
+	// Every twin is renamed before any is merged: until then, the kept table's name is
+	// ambiguous, and a copy into it fails.
+	for i, twin := range twins {
+		if twin.Name == t.Table {
+			renamed, err := renameTable(t, opts, twin)
+			if err != nil {
 				return true, err
 			}
+			twins[i].Name = renamed
 		}
 	}
-	return found, nil
+	for _, twin := range twins {
+		if err := absorbTable(t, opts, t.DB, twin.Name, t.Table); err != nil {
+			return true, err
+		}
+	}
+	return found || len(twins) > 0, nil
 }
 
-// mergeDB renames a twin database out of the way, merges each of its tables into the
-// kept database's table of the same name, and drops it.
-func mergeDB(ctx context.Context, t Target, opts r.RunOpts, twin configEntry) error {
-	sys := r.DB("rethinkdb")
-	renamed := t.DB + twinSuffix + strings.ReplaceAll(twin.ID, "-", "")
-	if err := runWrite(opts, t.Session, sys.Table("db_config").Get(twin.ID).Update(map[string]any{"name": renamed})); err != nil {
-		return fmt.Errorf("dbinit: rename twin database %s: %w", twin.ID, err)
+// namedOrTwin selects the config entries named name, and the twins of name renamed out
+// of the way.
+func namedOrTwin(name string) func(row r.Term) r.Term {
+	return func(row r.Term) r.Term {
+		return row.Field("name").Eq(name).Or(row.Field("name").Match("^" + regexp.QuoteMeta(name+twinSuffix)))
 	}
+}
+
+// splitTwins returns the entry named name to keep (the lowest id; nil when there is
+// none), and every other: the twins of the same name and those already renamed.
+func splitTwins(entries []configEntry, name string) (keep *configEntry, twins []configEntry) {
+	slices.SortFunc(entries, func(a, b configEntry) int { return strings.Compare(a.ID, b.ID) })
+	for i, e := range entries {
+		if e.Name == name && keep == nil {
+			keep = &entries[i]
+			continue
+		}
+		twins = append(twins, e)
+	}
+	return keep, twins
+}
+
+// absorbDB merges each table of a renamed twin database into the kept database's table
+// of the same name, and drops it.
+func absorbDB(ctx context.Context, t Target, opts r.RunOpts, renamed string) error {
 	var tables []configEntry
-	if err := readAll(ctx, t.Session, opts, sys.Table("table_config").Filter(map[string]any{"db": renamed}), &tables); err != nil {
+	if err := readAll(ctx, t.Session, opts, r.DB("rethinkdb").Table("table_config").Filter(map[string]any{"db": renamed}), &tables); err != nil {
 		return fmt.Errorf("dbinit: list tables of twin database %s: %w", renamed, err)
 	}
 	for _, tb := range tables {
@@ -262,14 +301,20 @@ func mergeDB(ctx context.Context, t Target, opts r.RunOpts, twin configEntry) er
 	return nil
 }
 
-// mergeTable renames a twin table out of the way, copies what it holds into the kept
-// table, and drops it.
-func mergeTable(ctx context.Context, t Target, opts r.RunOpts, db string, twin configEntry, keep string) error {
-	renamed := keep + twinSuffix + strings.ReplaceAll(twin.ID, "-", "")
+// renameTable renames a twin table out of the way and returns its new name.
+func renameTable(t Target, opts r.RunOpts, twin configEntry) (string, error) {
+	renamed := twin.Name + twinSuffix + strings.ReplaceAll(twin.ID, "-", "")
 	if err := runWrite(opts, t.Session, r.DB("rethinkdb").Table("table_config").Get(twin.ID).Update(map[string]any{"name": renamed})); err != nil {
-		return fmt.Errorf("dbinit: rename twin table %s: %w", twin.ID, err)
+		return "", fmt.Errorf("dbinit: rename twin table %s: %w", twin.ID, err)
 	}
-	if err := runWrite(opts, t.Session, r.DB(db).Table(renamed).Wait()); err != nil && !doesNotExist(err) {
+	return renamed, nil
+}
+
+// absorbTable copies what the renamed twin holds into the kept table, and drops it. A
+// step that finds the twin missing fails as transient: the rename may not be visible
+// yet, or a racer dropped it; the next look at table_config tells which.
+func absorbTable(t Target, opts r.RunOpts, db, renamed, keep string) error {
+	if err := runWrite(opts, t.Session, r.DB(db).Table(renamed).Wait()); err != nil {
 		return fmt.Errorf("dbinit: wait for twin table %s: %w", renamed, err)
 	}
 	if err := copyInto(opts, t.Session, r.DB(db).Table(renamed), r.DB(db).Table(keep)); err != nil {
@@ -285,7 +330,7 @@ func mergeTable(ctx context.Context, t Target, opts r.RunOpts, db string, twin c
 // lives for moments, so it holds a handful of documents at most.
 func copyInto(opts r.RunOpts, s r.QueryExecutor, from, to r.Term) error {
 	err := runWrite(opts, s, to.Insert(from.CoerceTo("array"), r.InsertOpts{Conflict: func(_, old, _ r.Term) any { return old }}))
-	if err != nil && !doesNotExist(err) {
+	if err != nil {
 		return fmt.Errorf("dbinit: copy a twin's documents: %w", err)
 	}
 	return nil
