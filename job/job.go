@@ -168,7 +168,9 @@ func (j *Job) SetDateEnable(t time.Time) *Job {
 
 // DataAs decodes the job's payload into v, which must be a non-nil pointer. The job's
 // store decodes it (see Store.Decode), by the rules the payload was stored by: for a
-// queue's jobs, rethinkdb-go's (the `rethinkdb` struct tag, else `json`). A job with no
+// queue's jobs, rethinkdb-go's: the `rethinkdb` or `gorethink` struct tag, and a `json` tag only
+// in a program that called r.SetTags("rethinkdb", "json"), so name payload fields with a
+// `rethinkdb` tag for Node.js workers to read them by that name. A job with no
 // store (made by New and not yet added) decodes by encoding/json's rules.
 func (j *Job) DataAs(v any) error {
 	if err := j.decode(j.Data, v); err != nil {

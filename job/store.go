@@ -24,8 +24,9 @@ type Store interface {
 	SaveProgress(ctx context.Context, j *Job, percent float64) error
 	// Decode decodes a stored value (a job's payload, a log entry's data) into v, a
 	// pointer, by the rules the store wrote it by, so that a handler reads back what its
-	// producer stored: a queue's follow rethinkdb-go's (the `rethinkdb` struct tag, else
-	// `json`; times stay times).
+	// producer stored: a queue's follow rethinkdb-go's (the `rethinkdb` or `gorethink`
+	// struct tag; a `json` tag only in a program that called r.SetTags with it; times stay
+	// times).
 	Decode(value, v any) error
 }
 

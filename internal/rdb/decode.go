@@ -10,7 +10,7 @@ import (
 )
 
 // Decode decodes value, as the driver gives or takes it, into the pointer v, by the
-// driver's rules (the `rethinkdb` struct tag, else `json`): the rules a job's payload and
+// driver's rules (the `rethinkdb` or `gorethink` struct tag, or those r.SetTags names): the rules a job's payload and
 // results were stored by. A queue's job.Store decodes with it, so that DataAs and Result
 // read back what was written.
 func Decode(value, v any) error {
