@@ -66,8 +66,9 @@ func failoverRun(t *testing.T, c *cluster) {
 		return nil, nil
 	}
 	opts := func(master bool) *queue.Options {
+		// The default heartbeat: a run's lease (Heartbeat + 1 s) outlasts a failover.
 		o := &queue.Options{Name: "failover", DatabaseInitDelay: -1, Concurrency: 5, Shards: 3, Replicas: 3,
-			Heartbeat: 2 * time.Second, MasterInterval: -1, EventBuffer: 1 << 14}
+			MasterInterval: -1, EventBuffer: 1 << 14}
 		if master {
 			o.MasterInterval = 5 * time.Second
 		}
@@ -113,10 +114,15 @@ func failoverRun(t *testing.T, c *cluster) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	// The guarantee (queue package doc): a job runs once, unless its worker could not
+	// reach the table for longer than the run's lease, when the Master fails it and it
+	// runs again. A second run without a lease expired before it breaks the guarantee.
 	var twice []string
 	for id, n := range runs {
-		if n != 1 {
+		if n != 1 && !leaseExpired(c.logOf(t, ctx, db, id)) {
 			twice = append(twice, id)
+		} else if n != 1 {
+			t.Logf("job %s ran %d times, after its lease expired (at-least-once)", id, n)
 		}
 	}
 	notDone := c.notCompleted(t, ctx, db)
@@ -131,6 +137,17 @@ func failoverRun(t *testing.T, c *cluster) {
 		}
 	}
 	c.start(t, victim)
+}
+
+// leaseExpired reports whether a job's log shows the Master failing its run.
+func leaseExpired(log any) bool {
+	entries, _ := log.([]any)
+	for _, e := range entries {
+		if m, _ := e.(map[string]any); m["message"] == "Master: "+job.MessageFailed {
+			return true
+		}
+	}
+	return false
 }
 
 // cluster is a RethinkDB cluster of the test's own, on loopback.
