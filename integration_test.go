@@ -16,6 +16,7 @@ import (
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
 	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
@@ -24,7 +25,7 @@ import (
 func TestMain(m *testing.M) { testserver.Main(m) }
 
 func connectTo(srv testserver.Server, db string) *queue.ConnectOptions {
-	return &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: db}
+	return queuetest.ConnectTo(srv, db)
 }
 
 // Queues started together on a fresh server must end with one database, one table and one

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/metrics"
@@ -27,7 +28,7 @@ func TestCollectorOnAQueue(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c := metrics.New()
-	q, err := queue.New(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: testserver.DB(t)},
+	q, err := queue.New(ctx, queuetest.ConnectTo(srv, testserver.DB(t)),
 		&queue.Options{DatabaseInitDelay: -1, Concurrency: 4, Metrics: c})
 	require.NoError(t, err)
 	defer func() { _ = q.Stop(context.Background()) }()

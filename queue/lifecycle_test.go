@@ -16,6 +16,7 @@ import (
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
 	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
@@ -187,7 +188,7 @@ func TestStopBeforeReady(t *testing.T) {
 	srv := testserver.Get(t)
 	db := testserver.DB(t)
 	ctx := testContext(t)
-	q, err := queue.New(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: db}, &queue.Options{DatabaseInitDelay: time.Hour})
+	q, err := queue.New(ctx, queuetest.ConnectTo(srv, db), &queue.Options{DatabaseInitDelay: time.Hour})
 	require.NoError(t, err)
 	start := time.Now()
 	require.NoError(t, q.Stop(ctx))
@@ -200,7 +201,7 @@ func TestReadyHonoursContext(t *testing.T) {
 	srv := testserver.Get(t)
 	ctx := testContext(t)
 	// Not a master: a master skips the fixed hour, and its random 0–1s could end first.
-	q, err := queue.New(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: testserver.DB(t)},
+	q, err := queue.New(ctx, queuetest.ConnectTo(srv, testserver.DB(t)),
 		&queue.Options{DatabaseInitDelay: time.Hour, MasterInterval: -1})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = q.Stop(context.Background()) })

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
@@ -46,7 +47,7 @@ func newQueue(t *testing.T, f fixture, opts *queue.Options) *queue.Queue {
 		opts.DatabaseInitDelay = -1
 	}
 	ctx := testContext(t)
-	q, err := queue.New(ctx, &queue.ConnectOptions{Host: f.srv.Host, Port: f.srv.Port, DB: f.db}, opts)
+	q, err := queue.New(ctx, queuetest.ConnectTo(f.srv, f.db), opts)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		if err := q.Stop(context.Background()); err != nil && !errors.Is(err, queue.ErrStopped) {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
@@ -37,7 +38,7 @@ func (r *recorder) Fatalf(format string, args ...any) {
 func processing(t *testing.T) *queue.Queue {
 	t.Helper()
 	srv := testserver.Get(t)
-	q, err := queue.New(t.Context(), &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: testserver.DB(t)},
+	q, err := queue.New(t.Context(), queuetest.ConnectTo(srv, testserver.DB(t)),
 		&queue.Options{DatabaseInitDelay: -1, Name: "rjqtest"})
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -140,7 +141,7 @@ func TestRunAgreesWithAQueue(t *testing.T) {
 	}
 
 	srv := testserver.Get(t)
-	q, err := queue.New(t.Context(), &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: testserver.DB(t)},
+	q, err := queue.New(t.Context(), queuetest.ConnectTo(srv, testserver.DB(t)),
 		&queue.Options{DatabaseInitDelay: -1, Concurrency: 4})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = q.Stop(context.Background()) })

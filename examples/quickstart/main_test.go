@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"regexp"
 	"testing"
 	"time"
@@ -10,18 +9,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
-	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
 
 func TestMain(m *testing.M) { testserver.Main(m) }
 
 func TestQuickstart(t *testing.T) {
-	srv := testserver.Get(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := queuetest.Context(t, time.Minute)
 	var out bytes.Buffer
-	require.NoError(t, run(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: testserver.DB(t)}, &out))
+	require.NoError(t, run(ctx, queuetest.Connect(t), &out))
 	assert.Regexp(t, regexp.MustCompile(`^added job ([0-9a-f-]{36}) \(waiting, priority high\)
 sending "Welcome" to ann@example.com
 job ([0-9a-f-]{36}) completed

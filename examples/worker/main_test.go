@@ -11,18 +11,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
-	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
 
 func TestMain(m *testing.M) { testserver.Main(m) }
 
 func TestWorkerDrainsTheDemoJobs(t *testing.T) {
-	srv := testserver.Get(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := queuetest.Context(t, 2*time.Minute)
 	var out bytes.Buffer
-	require.NoError(t, run(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: testserver.DB(t)}, &out, 6, true))
+	require.NoError(t, run(ctx, queuetest.Connect(t), &out, 6, true))
 	text := out.String()
 	assert.Equal(t, 5, strings.Count(text, "completed "), text)
 	assert.Equal(t, 1, strings.Count(text, "failed "), "the flaky job fails once: %s", text)
@@ -50,13 +48,12 @@ func (b *lockedBuffer) String() string {
 }
 
 func TestWorkerStopsGracefullyWhenInterrupted(t *testing.T) {
-	srv := testserver.Get(t)
 	ctx, interrupt := context.WithCancel(context.Background())
 	defer interrupt()
 	var out lockedBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: testserver.DB(t)}, &out, 0, false)
+		done <- run(ctx, queuetest.Connect(t), &out, 0, false)
 	}()
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "processing queue images") },
 		30*time.Second, 10*time.Millisecond)
