@@ -179,41 +179,6 @@ func notFound(err error) error {
 	return err
 }
 
-func cmdShow(ctx context.Context, c config, args []string, out io.Writer) error {
-	list, err := ids("show", args)
-	if err != nil {
-		return err
-	}
-	q, done, err := c.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	jobs, err := q.GetJob(ctx, list...)
-	if err != nil {
-		return notFound(err)
-	}
-	if c.json {
-		return json.NewEncoder(out).Encode(jobs)
-	}
-	for _, j := range jobs {
-		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(w, "id\t%s\nname\t%s\nstatus\t%s\npriority\t%s\nprogress\t%.0f%%\nretries\t%d of %d\nruns\t%d\ncreated\t%s\nenabled\t%s\nqueue\t%s\n",
-			j.ID, j.Name, j.Status, j.Priority, j.Progress, j.RetryCount, j.RetryMax, j.ProcessCount,
-			j.DateCreated.Format(time.RFC3339), j.DateEnable.Format(time.RFC3339), j.QueueID)
-		data, _ := json.Marshal(j.Data)
-		fmt.Fprintf(w, "data\t%s\n", data)
-		fmt.Fprintln(w, "log:")
-		for _, e := range j.Log {
-			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", e.Date.Format(time.RFC3339), e.Type, e.Status, e.Message)
-		}
-		if err := w.Flush(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func cmdCancel(ctx context.Context, c config, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("cancel", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)

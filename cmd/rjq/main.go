@@ -88,7 +88,8 @@ commands:
   summary                  job counts by status
   list [--status s] [--name n] [--limit n] [--after id]
                            jobs in id order, a page at a time (--after: the last id shown)
-  show ID                  one job with its log
+  show ID...               jobs with their logs, grouped by run: who ran each attempt
+                           (host, pid), when, for how long, the outcome, error and stack
   add [--data JSON] [--name n] [--priority p] [--delay d] [--timeout d] [--retry-max n] [--unique key]
                            add one job
   cancel ID... [--reason r]
