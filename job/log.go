@@ -144,7 +144,7 @@ func storedTime(t time.Time) any {
 // Document writes it back as it was. It returns an error wrapping ErrInvalidDocument for
 // a field of the wrong type. It is exported for the storage layer, which reads jobs.
 func LogEntryFromDocument(m map[string]any) (LogEntry, error) {
-	d := entryReader{m: m}
+	d := fieldReader{m: m}
 	e := LogEntry{
 		Date:         d.time("date"),
 		QueueID:      d.str("queueId"),
@@ -183,19 +183,20 @@ func LogEntryFromDocument(m map[string]any) (LogEntry, error) {
 	return e, nil
 }
 
-// entryReader reads typed fields from a stored entry, keeping the first type error.
-type entryReader struct {
+// fieldReader reads typed fields from a stored job or log entry, keeping the first type
+// error.
+type fieldReader struct {
 	m   map[string]any
 	err error
 }
 
-func (d *entryReader) bad(field string, v any) {
+func (d *fieldReader) bad(field string, v any) {
 	if d.err == nil {
 		d.err = fmt.Errorf("%w: field %q has %T %v", ErrInvalidDocument, field, v, v)
 	}
 }
 
-func (d *entryReader) str(field string) string {
+func (d *fieldReader) str(field string) string {
 	switch v := d.m[field].(type) {
 	case nil:
 		return ""
@@ -207,7 +208,7 @@ func (d *entryReader) str(field string) string {
 	}
 }
 
-func (d *entryReader) float(field string) float64 {
+func (d *fieldReader) float(field string) float64 {
 	v := d.m[field]
 	if v == nil {
 		return 0
@@ -219,15 +220,15 @@ func (d *entryReader) float(field string) float64 {
 	return f
 }
 
-func (d *entryReader) int(field string) int {
+func (d *fieldReader) int(field string) int {
 	return int(math.Round(d.float(field)))
 }
 
-func (d *entryReader) millis(field string) time.Duration {
+func (d *fieldReader) millis(field string) time.Duration {
 	return time.Duration(math.Round(d.float(field) * float64(time.Millisecond)))
 }
 
-func (d *entryReader) time(field string) time.Time {
+func (d *fieldReader) time(field string) time.Time {
 	switch v := d.m[field].(type) {
 	case nil:
 		return time.Time{}

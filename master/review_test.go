@@ -11,7 +11,6 @@ import (
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
 	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
-	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/master"
@@ -43,7 +42,7 @@ func (f fixture) insert(t *testing.T, fields map[string]any) string {
 	j := job.New(nil, job.DefaultOptions())
 	j.Status = job.Waiting
 	j.QueueID = "worker:q"
-	doc := rdb.Document(j)
+	doc := j.Document()
 	for k, v := range fields {
 		doc[k] = v
 	}

@@ -22,7 +22,7 @@ func (f fixture) insertFinished(t *testing.T, n int, status job.Status, at time.
 	for i := range docs {
 		j := job.New(nil, job.DefaultOptions())
 		j.Status, j.QueueID, j.DateFinished = status, "worker:q", at
-		docs[i] = rdb.Document(j)
+		docs[i] = j.Document()
 	}
 	_, err := f.table.Insert(docs).RunWrite(f.session)
 	require.NoError(t, err)

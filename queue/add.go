@@ -91,7 +91,7 @@ func (q *Queue) newBatch(jobs []*job.Job) addBatch {
 		e := rdb.NewLog(&saved, q.id, nil, job.MessageAdded, job.Information, job.Waiting)
 		saved.Log = rdb.AppendLog(append([]job.LogEntry(nil), j.Log...), e, q.cfg.limitJobLogs, rdb.TruncatedLog(&saved, q.id, q.cfg.limitJobLogs, job.Waiting))
 		b.logs[i] = saved.Log
-		b.docs[i] = rdb.Document(&saved)
+		b.docs[i] = saved.Document()
 		b.ids[i] = j.ID
 	}
 	return b

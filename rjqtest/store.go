@@ -64,7 +64,7 @@ func (s *store) SaveJob(ctx context.Context, j *job.Job) error {
 // replace is the write of Update and of a pass-back; s.mu is held.
 func (s *store) replace(j *job.Job) error {
 	j.QueueID = QueueID
-	old := rdb.Document(s.stored)
+	old := s.stored.Document()
 	delete(old, docfmt.Log)
 	e := rdb.NewLog(j, QueueID, nil, job.MessageUpdated, job.Information, "")
 	var err error

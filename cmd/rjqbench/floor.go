@@ -121,7 +121,7 @@ func floorInsert(ctx context.Context, addr string, n int, cpu cpuMeter) (result,
 		j := q.CreateJob(map[string]any{"n": i})
 		j.Status, j.QueueID = job.Waiting, q.ID()
 		j.Log = []job.LogEntry{rdb.NewLog(j, q.ID(), nil, job.MessageAdded, job.Information, job.Waiting)}
-		docs[i] = rdb.Document(j)
+		docs[i] = j.Document()
 	}
 	table := r.DB(db).Table(q.Name())
 	const chunk = 1000

@@ -245,7 +245,7 @@ func finishedDoc(queueID string, now time.Time, i int) map[string]any {
 		e.Date = finished
 		j.Log = append(j.Log, e)
 	}
-	return rdb.Document(j)
+	return j.Document()
 }
 
 // scaleRows measures at each table size of list and prints a table of its own.

@@ -163,7 +163,7 @@ func TestDataAsErrors(t *testing.T) {
 
 func TestReadJobsDecodeByTheDriversRules(t *testing.T) {
 	// A job read with a store decodes through it: the rethinkdb tag wins over json.
-	doc := fromDB(Document(sampleJob())).(map[string]any)
+	doc := fromDB(sampleJob().Document()).(map[string]any)
 	doc["data"] = map[string]any{"to": "a@b.c"}
 	j, err := FromDocument(&progressStore{id: docTestQueueID}, doc)
 	require.NoError(t, err)

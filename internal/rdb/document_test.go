@@ -238,7 +238,7 @@ func TestDocumentLiteral(t *testing.T) {
 		"data":         "x",
 		"extra":        1,
 	}
-	doc := Document(j)
+	doc := j.Document()
 	assert.Equal(t, want, doc)
 	assertWritable(t, "doc", doc)
 	// the exact key set, independent of value comparison
@@ -278,7 +278,7 @@ func TestDocumentVariants(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			j := sampleJob()
 			tt.modify(j)
-			doc := Document(j)
+			doc := j.Document()
 			if tt.absent {
 				assert.NotContains(t, doc, tt.key)
 				return
@@ -342,14 +342,14 @@ func roundTripJobs() map[string]*job.Job {
 func TestDocumentRoundTrip(t *testing.T) {
 	for name, j := range roundTripJobs() {
 		t.Run(name, func(t *testing.T) {
-			doc := Document(j)
+			doc := j.Document()
 			require.NoError(t, j.Validate())
 
 			// 1. Straight from the Go document.
 			got, err := FromDocument(nil, doc)
 			require.NoError(t, err)
 			assertJobsEqual(t, j, got)
-			assert.Equal(t, doc, Document(got))
+			assert.Equal(t, doc, got.Document())
 
 			// 2. As a real read returns it: float64 numbers, times in "+00:00".
 			dbDoc := fromDB(doc).(map[string]any)
@@ -361,7 +361,7 @@ func TestDocumentRoundTrip(t *testing.T) {
 			require.NoError(t, got.Validate())
 
 			// Written back: the same document, with the same keys.
-			doc2 := Document(got)
+			doc2 := got.Document()
 			assert.Equal(t, canon(doc), canon(doc2))
 			assert.Equal(t, slices.Sorted(maps.Keys(doc)), slices.Sorted(maps.Keys(doc2)))
 			assertWritable(t, "doc2", doc2)
@@ -380,7 +380,7 @@ func TestDocumentRoundTrip(t *testing.T) {
 
 func TestFromDocumentAttachesStore(t *testing.T) {
 	s := &progressStore{id: "other-queue"}
-	doc := fromDB(Document(sampleJob())).(map[string]any)
+	doc := fromDB(sampleJob().Document()).(map[string]any)
 	j, err := FromDocument(s, doc)
 	require.NoError(t, err)
 	assert.Equal(t, docTestQueueID, j.QueueID, "the stored queueId is kept")
@@ -506,7 +506,7 @@ func TestFromDocumentNode(t *testing.T) {
 	// Written back: every key the Node.js library wrote is there, with the same values;
 	// no key is added (the Master and cancel entries have no "data"), none is lost (the
 	// Master's "dateEnable", the zero "duration" of the failure entry).
-	out := Document(j)
+	out := j.Document()
 	assert.Equal(t, canon(doc), canon(out))
 	assert.Equal(t, slices.Sorted(maps.Keys(doc)), slices.Sorted(maps.Keys(out)))
 	outLog := out["log"].([]any)
@@ -531,7 +531,7 @@ func TestFromDocumentNode(t *testing.T) {
 
 	// Setting data on an entry read without it writes it.
 	j.Log[2].Data = "note"
-	assert.Equal(t, "note", Document(j)["log"].([]any)[2].(map[string]any)["data"])
+	assert.Equal(t, "note", j.Document()["log"].([]any)[2].(map[string]any)["data"])
 }
 
 func TestFromDocumentPriorityName(t *testing.T) {
@@ -549,18 +549,18 @@ func TestFromDocumentPriorityName(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.in), func(t *testing.T) {
-			doc := fromDB(Document(sampleJob())).(map[string]any)
+			doc := fromDB(sampleJob().Document()).(map[string]any)
 			doc["priority"] = tt.in
 			j, err := FromDocument(nil, doc)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, j.Priority)
-			assert.Equal(t, int(tt.want), Document(j)["priority"], "written back as a number")
+			assert.Equal(t, int(tt.want), j.Document()["priority"], "written back as a number")
 		})
 	}
 }
 
 func TestFromDocumentJSONNumber(t *testing.T) {
-	doc := fromDB(Document(sampleJob())).(map[string]any)
+	doc := fromDB(sampleJob().Document()).(map[string]any)
 	doc["priority"] = json.Number("30")
 	doc["timeout"] = json.Number("90000")
 	doc["retryDelay"] = json.Number("1500.4")
@@ -636,7 +636,7 @@ func TestFromDocumentInvalid(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			doc := fromDB(Document(sampleJob())).(map[string]any)
+			doc := fromDB(sampleJob().Document()).(map[string]any)
 			tt.modify(doc)
 			j, err := FromDocument(nil, doc)
 			require.Error(t, err)
@@ -657,7 +657,7 @@ func TestStateDocumentID(t *testing.T) {
 
 func TestReservedFields(t *testing.T) {
 	// Every key Document writes for a job is reserved; nothing else is.
-	doc := Document(sampleJob())
+	doc := sampleJob().Document()
 	delete(doc, "extra")
 	for k := range doc {
 		assert.True(t, docfmt.Reserved(k), k)

@@ -22,7 +22,7 @@ func ownedBy(doc r.Term, processCount any) r.Term {
 // then Unchanged otherwise). It returns the changes.
 func (t *Table) ReplaceJob(ctx context.Context, j *job.Job, e job.LogEntry, owner int) (WriteResult, error) {
 	j.QueueID = t.QueueID
-	doc := Document(j)
+	doc := j.Document()
 	trunc := TruncatedLog(j, t.QueueID, t.LimitJobLogs, j.Status)
 	return t.Write(ctx, t.Term().Get(j.ID).Replace(func(old r.Term) any {
 		entry := r.Expr(e.Document()).Merge(map[string]any{"data": old.Without("log")})

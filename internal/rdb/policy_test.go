@@ -36,7 +36,7 @@ func TestRetryDelay(t *testing.T) {
 func TestBackoffRoundTripsThroughTheDocument(t *testing.T) {
 	b := job.Backoff{Exponential: true, Min: 2 * time.Second, Max: time.Minute, Jitter: 0.1}
 	j := job.New(nil, job.DefaultOptions()).SetBackoff(b)
-	doc := Document(j)
+	doc := j.Document()
 	back, err := FromDocument(nil, fromDB(doc).(map[string]any))
 	require.NoError(t, err)
 	assert.Equal(t, b, back.Backoff(), "a Go worker after a Go worker keeps the policy")
