@@ -200,18 +200,6 @@ func cmdCancel(ctx context.Context, c config, args []string, out io.Writer) erro
 	})
 }
 
-func cmdReanimate(ctx context.Context, c config, args []string, out io.Writer) error {
-	return act(ctx, c, "reanimate", args, out, func(q *queue.Queue, list []string) ([]string, error) {
-		return q.ReanimateJob(ctx, time.Time{}, list...)
-	})
-}
-
-func cmdRemove(ctx context.Context, c config, args []string, out io.Writer) error {
-	return act(ctx, c, "remove", args, out, func(q *queue.Queue, list []string) ([]string, error) {
-		return q.RemoveJob(ctx, list...)
-	})
-}
-
 // act runs an action on job ids; the library changes nothing when one id is unknown.
 func act(ctx context.Context, c config, name string, args []string, out io.Writer, do func(*queue.Queue, []string) ([]string, error)) error {
 	list, err := ids(name, args)

@@ -34,6 +34,8 @@ type config struct {
 	// tls asks for TLS with the system's roots; tlsCA for TLS trusting that PEM file.
 	tls   bool
 	tlsCA string
+	// stderr receives the progress of long commands, apart from their output.
+	stderr io.Writer
 }
 
 // parseGlobal parses the global flags, which may come before the command or after it,
@@ -41,7 +43,7 @@ type config struct {
 // returns the config and the command with its own arguments.
 func parseGlobal(args []string, stderr io.Writer) (config, []string, error) {
 	c := config{addr: os.Getenv("RJQ_ADDR"), user: os.Getenv("RJQ_USER"), password: os.Getenv("RJQ_PASSWORD"),
-		tls: os.Getenv("RJQ_TLS") == "1", tlsCA: os.Getenv("RJQ_TLS_CA")}
+		tls: os.Getenv("RJQ_TLS") == "1", tlsCA: os.Getenv("RJQ_TLS_CA"), stderr: stderr}
 	if c.addr == "" {
 		c.addr = "localhost:28015"
 	}

@@ -94,7 +94,11 @@ commands:
                            add one job
   cancel ID... [--reason r]
   reanimate ID...
+  reanimate --status failed|terminated [--name n] [--batch n]
   remove ID...
+  remove --status completed|cancelled|terminated --older-than 7d [--name n] [--batch n]
+                           every job the filter selects, --batch (at most 1000) ids per
+                           query, progress on stderr
   pause | resume           global, through the State Document
   review                   run a Queue Master review once
   watch                    live events, one line each, until Ctrl-C
