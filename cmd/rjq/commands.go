@@ -111,7 +111,7 @@ func listPage(ctx context.Context, s *r.Session, c config, status, name, after s
 		}
 		return keep
 	}).Limit(limit).Pluck("id", "name", "status", "priority", "progress", "dateCreated")
-	var jobs []listed
+	jobs := []listed{} // an empty page is [] in --json, not null
 	err := readAll(ctx, s, page, &jobs)
 	return jobs, err
 }
@@ -241,6 +241,9 @@ func global(ctx context.Context, c config, command string, args []string, out io
 	if err := do(q); err != nil {
 		return err
 	}
+	if c.json {
+		return json.NewEncoder(out).Encode(map[string]any{"queue": c.queue, "paused": q.Paused(), "global": true})
+	}
 	fmt.Fprintf(out, "%s %s (every queue on the table)\n", c.queue, done)
 	return nil
 }
@@ -305,7 +308,7 @@ func cmdQueues(ctx context.Context, c config, args []string, out io.Writer) erro
 	if !slices.Contains(dbs, c.db) {
 		return usagef("no database %q at %s (see --db)", c.db, c.addr)
 	}
-	var names []string
+	names := []string{} // none is [] in --json, not null
 	err = readAll(ctx, s, r.DB(c.db).TableList().Filter(func(t r.Term) r.Term {
 		return r.DB(c.db).Table(t).IndexList().Contains(dbinit.IndexInactivePriorityDateCreated)
 	}), &names)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -64,7 +65,17 @@ func cmdWeb(ctx context.Context, c config, args []string, out io.Writer) error {
 	if err != nil {
 		return usagef("web: listen on %s: %v", *listen, err)
 	}
-	fmt.Fprintf(out, "rjq web: http://%s%s (queue %s, actions %v, auth %s)\n", l.Addr(), mount, c.queue, *actions, authName(*token, *basic))
+	url := "http://" + l.Addr().String() + mount
+	if c.json {
+		// One line a script can read the address from, when --listen gave port 0.
+		err = json.NewEncoder(out).Encode(map[string]any{"url": url, "queue": c.queue, "actions": *actions, "auth": authName(*token, *basic)})
+	} else {
+		_, err = fmt.Fprintf(out, "rjq web: %s (queue %s, actions %v, auth %s)\n", url, c.queue, *actions, authName(*token, *basic))
+	}
+	if err != nil {
+		_ = l.Close()
+		return err
+	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
