@@ -9,12 +9,16 @@
 //	http.Handle("/metrics", c)
 //
 // Series: rjq_jobs_claimed_total{queue}, rjq_runs_total{queue,status},
-// rjq_run_duration_seconds{queue} (a histogram), and rjq_queue_jobs{queue,status} (a
-// gauge read from Queue.Summary at each scrape).
+// rjq_run_duration_seconds{queue} (a histogram), and, read at each scrape for the watched
+// queues, the gauges rjq_queue_jobs{queue,status} (from Queue.Summary),
+// rjq_queue_paused{queue} (1 when paused, here or through the State Document) and
+// rjq_queue_oldest_waiting_seconds{queue} (how long the oldest due job has waited to be
+// claimed, for queues watched with a session: see WatchWith).
 package metrics
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,6 +28,9 @@ import (
 	"sync"
 	"time"
 
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
@@ -40,7 +47,26 @@ type Collector struct {
 	claimed map[string]uint64
 	runs    map[runKey]uint64
 	hist    map[string]*histogram
-	watched []*queue.Queue
+	watched []watch
+}
+
+// watch is a watched queue and how to read it.
+type watch struct {
+	q    *queue.Queue
+	opts WatchOptions
+}
+
+// WatchOptions say what a scrape reads of a watched queue beyond its pause.
+type WatchOptions struct {
+	// Session reads the queue's table directly, for what the queue's API does not tell:
+	// the oldest due job (rjq_queue_oldest_waiting_seconds) and the State Document (a
+	// global pause that a queue without a changefeed has not heard of). Nil: the oldest
+	// waiting job is not reported, and rjq_queue_paused is Queue.Paused alone.
+	Session r.QueryExecutor
+	// NoDepth leaves the queue out of rjq_queue_jobs, for a server that reports its
+	// counts under another name already (the rjqweb dashboard's rjq_jobs), so that a
+	// scrape does not count the queue twice.
+	NoDepth bool
 }
 
 type runKey struct{ queue, status string }
@@ -82,12 +108,15 @@ func (c *Collector) RunEnded(q string, status job.Status, runTime time.Duration)
 	h.n++
 }
 
-// Watch adds q to the queues whose depth each scrape reads (one grouped count on the
-// status index per queue).
-func (c *Collector) Watch(q *queue.Queue) {
+// Watch adds q to the queues whose depth (one grouped count on the status index per
+// queue) and pause each scrape reads. It is WatchWith with no options.
+func (c *Collector) Watch(q *queue.Queue) { c.WatchWith(q, WatchOptions{}) }
+
+// WatchWith adds q to the queues each scrape reads, as opts say.
+func (c *Collector) WatchWith(q *queue.Queue, opts WatchOptions) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.watched = append(c.watched, q)
+	c.watched = append(c.watched, watch{q, opts})
 }
 
 // ServeHTTP writes every series in the Prometheus text format. A queue whose depth cannot
@@ -136,7 +165,11 @@ func (c *Collector) WriteTo(ctx context.Context, w io.Writer) {
 	c.mu.Unlock()
 
 	header(&b, "rjq_queue_jobs", "gauge", "Jobs in the queue by status, read at the scrape.")
-	for _, q := range watched {
+	for _, wq := range watched {
+		if wq.opts.NoDepth {
+			continue
+		}
+		q := wq.q
 		s, err := q.Summary(ctx)
 		if err != nil {
 			fmt.Fprintf(&b, "# rjq_queue_jobs{queue=%s}: %s\n", label(q.Name()), strings.ReplaceAll(err.Error(), "\n", " "))
@@ -150,8 +183,101 @@ func (c *Collector) WriteTo(ctx context.Context, w io.Writer) {
 			fmt.Fprintf(&b, "rjq_queue_jobs{queue=%s,status=%s} %d\n", label(q.Name()), label(string(kv.status)), kv.n)
 		}
 	}
+	writeState(ctx, &b, watched)
 	_, _ = io.WriteString(w, b.String())
 }
+
+// writeState writes the gauges of the watched queues' state: paused, and the age of the
+// oldest due job.
+func writeState(ctx context.Context, b *strings.Builder, watched []watch) {
+	header(b, "rjq_queue_paused", "gauge", "1 when the queue is paused (in this process, or every queue of the table through the State Document), else 0.")
+	for _, wq := range watched {
+		paused := wq.q.Paused()
+		if !paused && wq.opts.Session != nil {
+			var err error
+			if paused, err = GloballyPaused(ctx, wq.opts.Session, table(wq.q)); err != nil {
+				fmt.Fprintf(b, "# rjq_queue_paused{queue=%s}: %s\n", label(wq.q.Name()), oneLine(err))
+				continue
+			}
+		}
+		fmt.Fprintf(b, "rjq_queue_paused{queue=%s} %d\n", label(wq.q.Name()), boolInt(paused))
+	}
+	header(b, "rjq_queue_oldest_waiting_seconds", "gauge", "How long the oldest job that is due (waiting, or failed and due for its retry) has waited since its dateEnable; 0 when none.")
+	for _, wq := range watched {
+		if wq.opts.Session == nil {
+			continue
+		}
+		age, err := OldestWaiting(ctx, wq.opts.Session, table(wq.q), time.Now())
+		if err != nil {
+			fmt.Fprintf(b, "# rjq_queue_oldest_waiting_seconds{queue=%s}: %s\n", label(wq.q.Name()), oneLine(err))
+			continue
+		}
+		fmt.Fprintf(b, "rjq_queue_oldest_waiting_seconds{queue=%s} %s\n", label(wq.q.Name()), strconv.FormatFloat(age.Seconds(), 'f', 3, 64))
+	}
+}
+
+func table(q *queue.Queue) r.Term { return r.DB(q.DB()).Table(q.Name()) }
+
+// priorities are the priorities both libraries store, highest first.
+var priorities = []job.Priority{job.Highest, job.High, job.Medium, job.Normal, job.Low, job.Lowest}
+
+// OldestWaiting returns how long the oldest due job of a queue's table has waited since
+// its dateEnable, as of now: among waiting jobs, and failed jobs whose retry is due, the
+// ones a worker would claim; 0 when there is none. It reads at most one entry per
+// priority of the Node.js library's index indexInactivePriorityDateCreated, which orders
+// each priority's jobs by dateEnable: a few index reads, never a scan, however long the
+// queue. (Jobs of a priority other than the six named ones are not seen.) It takes the
+// original's index rather than this library's claim index so that it works on tables
+// only the Node.js library has written.
+func OldestWaiting(ctx context.Context, s r.QueryExecutor, table r.Term, now time.Time) (time.Duration, error) {
+	var oldest r.Term
+	for i, p := range priorities {
+		first := table.Between([]any{int(p), r.MinVal, r.MinVal}, []any{int(p), now, r.MaxVal},
+			r.BetweenOpts{Index: dbinit.IndexInactivePriorityDateCreated}).
+			OrderBy(r.OrderByOpts{Index: dbinit.IndexInactivePriorityDateCreated}).Limit(1)
+		if i == 0 {
+			oldest = first
+		} else {
+			oldest = oldest.Union(first)
+		}
+	}
+	cur, err := oldest.Field("dateEnable").Run(s, r.RunOpts{Context: ctx})
+	if err != nil {
+		return 0, err
+	}
+	var enables []time.Time
+	if err := cur.All(&enables); err != nil {
+		return 0, err
+	}
+	var age time.Duration
+	for _, e := range enables {
+		age = max(age, now.Sub(e))
+	}
+	return age, nil
+}
+
+// GloballyPaused reports whether the State Document of a queue's table says that every
+// queue of the table is paused (a global Pause, from any process or language).
+func GloballyPaused(ctx context.Context, s r.QueryExecutor, table r.Term) (bool, error) {
+	cur, err := table.Get(job.StateDocumentID).Field("state").Default("").Run(s, r.RunOpts{Context: ctx})
+	if err != nil {
+		return false, err
+	}
+	var state string
+	if err := cur.One(&state); err != nil && !errors.Is(err, r.ErrEmptyResult) {
+		return false, err
+	}
+	return state == "paused", nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", " ") }
 
 func header(b *strings.Builder, name, typ, help string) {
 	fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)

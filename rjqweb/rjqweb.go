@@ -30,7 +30,11 @@
 // Series: rjq_jobs{queue,status} (read at each scrape), rjq_events_total{queue,type} (the
 // queue's events since the handler was made), and rjq_jobs_claimed_total,
 // rjq_runs_total{queue,status} and the histogram rjq_run_duration_seconds, counted from the
-// table's changefeed, so they cover every worker of the table, Go or Node.js.
+// table's changefeed, so they cover every worker of the table, Go or Node.js. Read at each
+// scrape too: rjq_queue_paused{queue} (1 while the queue is paused, as the queue and the
+// State Document say) and rjq_queue_oldest_waiting_seconds{queue} (how long the oldest due
+// job has waited since its dateEnable, 0 when none: an index read per priority, never a
+// scan). A backlog that only grows shows in the latter before anyone looks at the counts.
 //
 // # Lifetime
 //
@@ -132,6 +136,9 @@ func New(opts Options) (http.Handler, error) {
 		counts: make(map[queue.EventType]uint64), subs: make(map[chan queue.Event]struct{}),
 		runs: metrics.New(), done: make(chan struct{})}
 	d.routes = d.mux()
+	// The state gauges of the shown queue come from the Collector too; its counts are
+	// rjq_jobs already.
+	d.runs.WatchWith(d.q, metrics.WatchOptions{Session: d.s, NoDepth: true})
 
 	// Subscribe before seeding the chart, so that no run finishing meanwhile is missed.
 	life, end := context.WithCancel(context.Background())

@@ -160,6 +160,9 @@ func TestMountedReads(t *testing.T) {
 		{"an unknown status", request{path: "/jobs/api/jobs?status=lost"}, 400, "unknown status"},
 		{"the chart", request{path: "/jobs/api/throughput"}, 200, `"minutes":[`},
 		{"the metrics", request{path: "/jobs/metrics"}, 200, `rjq_jobs{queue="` + testQueue + `",status="waiting"} 1`},
+		// The fixture's one job is due in an hour: nothing is waiting yet.
+		{"the oldest waiting job", request{path: "/jobs/metrics"}, 200, `rjq_queue_oldest_waiting_seconds{queue="` + testQueue + `"} 0.000`},
+		{"the pause", request{path: "/jobs/metrics"}, 200, `rjq_queue_paused{queue="` + testQueue + `"} 0`},
 		{"an unknown path under the prefix", request{path: "/jobs/nothing"}, 404, ""},
 		{"the application beside it", request{path: "/", noAuth: true}, 200, "the application"},
 		{"a read from another site", request{path: "/jobs/api/summary", header: crossSite}, 200, `"paused":false`},
@@ -256,6 +259,9 @@ func TestMountedWrites(t *testing.T) {
 		assert.Equal(t, "paused", state, "the State Document says paused")
 		_, body = f.do(t, request{path: "/ro/api/summary"})
 		assert.Contains(t, body, `"paused":true`)
+		_, body = f.do(t, request{path: "/ro/metrics"})
+		assert.Contains(t, body, "# TYPE rjq_queue_paused gauge")
+		assert.Contains(t, body, `rjq_queue_paused{queue="`+testQueue+`"} 1`)
 
 		// A client that is not a browser sends no Origin: it passes too.
 		res, body = f.do(t, request{method: http.MethodPost, path: "/jobs/api/resume"})
@@ -263,6 +269,8 @@ func TestMountedWrites(t *testing.T) {
 		assert.False(t, f.q.Paused())
 		_, state = f.state(t)
 		assert.Equal(t, "active", state)
+		_, body = f.do(t, request{path: "/ro/metrics"})
+		assert.Contains(t, body, `rjq_queue_paused{queue="`+testQueue+`"} 0`)
 	})
 
 	t.Run("cancel from the page", func(t *testing.T) {
