@@ -9,21 +9,25 @@ import (
 )
 
 // Summary counts the queue's jobs by status.
+//
+// Its JSON form has the lower-case keys of `rjq summary --json` ({"waiting":7,…,"total":7},
+// "finishedAsOf" only when the finished counts are estimates), so that tools print it as
+// it is.
 type Summary struct {
-	Waiting    int
-	Active     int
-	Completed  int
-	Cancelled  int
-	Failed     int
-	Terminated int
+	Waiting    int `json:"waiting"`
+	Active     int `json:"active"`
+	Completed  int `json:"completed"`
+	Cancelled  int `json:"cancelled"`
+	Failed     int `json:"failed"`
+	Terminated int `json:"terminated"`
 	// Total counts every job: with exact counts (FinishedAsOf zero), including those with
 	// a status of none of the above (a job "disabled" by setting an unknown status, for
 	// one); otherwise the sum of the six.
-	Total int
+	Total int `json:"total"`
 	// FinishedAsOf is zero when every count is exact. Otherwise Completed, Cancelled and
 	// Terminated come from the Queue Master's tally (see Queue.Summary) and count the jobs
 	// that finished before this time: show them as estimates ("≈").
-	FinishedAsOf time.Time
+	FinishedAsOf time.Time `json:"finishedAsOf,omitzero"`
 }
 
 // String formats s as %+v would, leaving out FinishedAsOf when the counts are exact:

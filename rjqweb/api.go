@@ -38,32 +38,8 @@ func httpError(w http.ResponseWriter, err error) {
 	http.Error(w, err.Error(), code)
 }
 
-// counts is a summary with the lower-case keys of `rjq summary --json`.
-type counts struct {
-	Waiting    int `json:"waiting"`
-	Active     int `json:"active"`
-	Completed  int `json:"completed"`
-	Cancelled  int `json:"cancelled"`
-	Failed     int `json:"failed"`
-	Terminated int `json:"terminated"`
-	Total      int `json:"total"`
-	// FinishedAsOf is set when the finished counts are the Queue Master's tally, as of
-	// then: estimates (see queue.Summary).
-	FinishedAsOf *time.Time `json:"finishedAsOf,omitempty"`
-}
-
-func summarize(ctx context.Context, q *queue.Queue) (counts, error) {
-	s, err := q.Summary(ctx)
-	c := counts{Waiting: s.Waiting, Active: s.Active, Completed: s.Completed, Cancelled: s.Cancelled,
-		Failed: s.Failed, Terminated: s.Terminated, Total: s.Total}
-	if !s.FinishedAsOf.IsZero() {
-		c.FinishedAsOf = &s.FinishedAsOf
-	}
-	return c, err
-}
-
 func (d *dashboard) summary(w http.ResponseWriter, req *http.Request) {
-	s, err := summarize(req.Context(), d.q)
+	s, err := d.q.Summary(req.Context())
 	if err != nil {
 		httpError(w, err)
 		return
@@ -260,7 +236,7 @@ func (d *dashboard) events(w http.ResponseWriter, req *http.Request) {
 // metrics writes the Prometheus text format: jobs by status (read now), the events seen
 // since the handler was made, and the runs counted from the changefeed.
 func (d *dashboard) metrics(w http.ResponseWriter, req *http.Request) {
-	s, err := summarize(req.Context(), d.q)
+	s, err := d.q.Summary(req.Context())
 	if err != nil {
 		httpError(w, err)
 		return

@@ -40,37 +40,13 @@ var commands = map[string]command{
 	"web":       cmdWeb,
 }
 
-// counts is a summary with the lower-case keys of `summary --json`.
-type counts struct {
-	Waiting    int `json:"waiting"`
-	Active     int `json:"active"`
-	Completed  int `json:"completed"`
-	Cancelled  int `json:"cancelled"`
-	Failed     int `json:"failed"`
-	Terminated int `json:"terminated"`
-	Total      int `json:"total"`
-	// FinishedAsOf is set when the finished counts are the Queue Master's tally, as of
-	// then: estimates (see queue.Summary).
-	FinishedAsOf *time.Time `json:"finishedAsOf,omitempty"`
-}
-
-func summarize(ctx context.Context, q *queue.Queue) (counts, error) {
-	s, err := q.Summary(ctx)
-	c := counts{Waiting: s.Waiting, Active: s.Active, Completed: s.Completed, Cancelled: s.Cancelled,
-		Failed: s.Failed, Terminated: s.Terminated, Total: s.Total}
-	if !s.FinishedAsOf.IsZero() {
-		c.FinishedAsOf = &s.FinishedAsOf
-	}
-	return c, err
-}
-
 func cmdSummary(ctx context.Context, c config, args []string, out io.Writer) error {
 	q, done, err := c.openNoArgs(ctx, "summary", args, false)
 	if err != nil {
 		return err
 	}
 	defer done()
-	s, err := summarize(ctx, q)
+	s, err := q.Summary(ctx)
 	if err != nil {
 		return err
 	}
