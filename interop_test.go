@@ -125,6 +125,17 @@ func TestNodeMeetsTheFeaturesBeyondTheOriginal(t *testing.T) {
 		done := get(t, added[0].ID)
 		assert.Equal(t, job.Completed, done.Status)
 		assert.Equal(t, "invoice-7", done.UniqueKey(), "the Node.js worker's writes keep rjqUniqueKey")
+
+		// Finished by Node.js, completed or terminated, the key is free again.
+		again, err := q.AddJob(ctx, q.CreateJob("u2").SetUniqueKey("invoice-7").SetRetryMax(0))
+		require.NoError(t, err)
+		assert.Equal(t, "u2", get(t, again[0].ID).Data, "a new job for the key after Node.js completed the last")
+		assert.Equal(t, job.Waiting, get(t, again[0].ID).Status)
+		assert.Equal(t, "terminated "+again[0].ID, node.Run(t, "fail"), "retryMax 0: no retry")
+		assert.Equal(t, job.Terminated, get(t, again[0].ID).Status)
+		third, err := q.AddJob(ctx, q.CreateJob("u3").SetUniqueKey("invoice-7"))
+		require.NoError(t, err)
+		assert.Equal(t, "u3", get(t, third[0].ID).Data, "a new job for the key after Node.js terminated the last")
 	})
 
 	t.Run("Wait and Result: a Node.js worker's outcome", func(t *testing.T) {

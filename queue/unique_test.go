@@ -1,9 +1,12 @@
 package queue_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -84,4 +87,36 @@ func TestUniqueKeyBadInputWritesNothing(t *testing.T) {
 		assert.ErrorIs(t, err, job.ErrInvalidUniqueKey)
 	}
 	assert.Zero(t, f.count(t))
+}
+
+// A key is free again once its job is finished however it ended, or removed.
+func TestUniqueKeyIsFreedWhenItsJobEnds(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &queue.Options{MasterInterval: -1})
+	ctx := testContext(t)
+	outcomes := map[string]func(context.Context, *job.Job) (any, error){
+		"completed":  func(context.Context, *job.Job) (any, error) { return "ok", nil },
+		"terminated": func(context.Context, *job.Job) (any, error) { return nil, errors.New("no") },
+		"cancelled":  func(context.Context, *job.Job) (any, error) { return nil, job.Cancel("enough") },
+	}
+	require.NoError(t, f.q.Process(func(ctx context.Context, j *job.Job) (any, error) {
+		return outcomes[j.UniqueKey()](ctx, j)
+	}))
+	events := f.q.Events(ctx, queue.EventCompleted, queue.EventTerminated, queue.EventCancelled)
+	for key := range outcomes {
+		first, err := f.q.AddJob(ctx, f.q.CreateJob("first").SetUniqueKey(key).SetRetryMax(0))
+		require.NoError(t, err)
+		waitForAll(t, events, queue.EventType(key), first...)
+		again, err := f.q.AddJob(ctx, f.q.CreateJob("again").SetUniqueKey(key).SetRetryMax(0))
+		require.NoError(t, err)
+		assert.Equal(t, "again", f.get(t, again[0].ID).Data, "key %s: a new job once the last %s", key, key)
+		waitForAll(t, events, queue.EventType(key), again...)
+	}
+	removed, err := f.q.AddJob(ctx, f.q.CreateJob("held").SetUniqueKey("removed").SetDateEnable(time.Now().Add(time.Hour)))
+	require.NoError(t, err)
+	_, err = f.q.RemoveJob(ctx, removed[0].ID)
+	require.NoError(t, err)
+	again, err := f.q.AddJob(ctx, f.q.CreateJob("again").SetUniqueKey("removed").SetDateEnable(time.Now().Add(time.Hour)))
+	require.NoError(t, err)
+	assert.Equal(t, "again", f.get(t, again[0].ID).Data, "a new job once the last was removed")
 }
