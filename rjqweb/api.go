@@ -12,6 +12,7 @@ import (
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/listing"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
@@ -47,38 +48,6 @@ func (d *dashboard) summary(w http.ResponseWriter, req *http.Request) {
 	writeJSON(w, map[string]any{"queue": d.q.Name(), "db": d.q.DB(), "counts": s, "paused": d.q.Paused(), "actions": d.actions})
 }
 
-// listed is a job as the list shows it.
-type listed struct {
-	ID          string    `json:"id" rethinkdb:"id"`
-	Name        string    `json:"name" rethinkdb:"name"`
-	Status      string    `json:"status" rethinkdb:"status"`
-	Priority    float64   `json:"priority" rethinkdb:"priority"`
-	Progress    float64   `json:"progress" rethinkdb:"progress"`
-	DateCreated time.Time `json:"dateCreated" rethinkdb:"dateCreated"`
-}
-
-// listPage reads a page of jobs in id order after the id after, through the primary
-// index: the read stops at the page's end, never scanning the whole table.
-func listPage(ctx context.Context, s *r.Session, table r.Term, status, name, after string, limit int) ([]listed, error) {
-	page := table.Between(r.MinVal, r.MaxVal, r.BetweenOpts{Index: "id"})
-	if after != "" {
-		page = table.Between(after, r.MaxVal, r.BetweenOpts{Index: "id", LeftBound: "open"})
-	}
-	page = page.OrderBy(r.OrderByOpts{Index: "id"}).Filter(func(d r.Term) r.Term {
-		keep := d.HasFields("status").And(d.Field("id").Ne(job.StateDocumentID))
-		if status != "" {
-			keep = keep.And(d.Field("status").Eq(status))
-		}
-		if name != "" {
-			keep = keep.And(d.Field("name").Eq(name))
-		}
-		return keep
-	}).Limit(limit).Pluck("id", "name", "status", "priority", "progress", "dateCreated")
-	var jobs []listed
-	err := readAll(ctx, s, page, &jobs)
-	return jobs, err
-}
-
 func readAll(ctx context.Context, s *r.Session, term r.Term, dst any) error {
 	cur, err := term.Run(s, r.RunOpts{Context: ctx})
 	if err != nil {
@@ -98,7 +67,7 @@ func (d *dashboard) jobs(w http.ResponseWriter, req *http.Request) {
 	if n, err := strconv.Atoi(query.Get("limit")); err == nil && n > 0 && n <= 500 {
 		limit = n
 	}
-	jobs, err := listPage(req.Context(), d.s, d.table(), status, query.Get("name"), query.Get("after"), limit)
+	jobs, err := listing.Page(req.Context(), d.s, d.table(), status, query.Get("name"), query.Get("after"), limit)
 	if err != nil {
 		httpError(w, err)
 		return

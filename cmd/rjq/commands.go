@@ -15,6 +15,7 @@ import (
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
 	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/listing"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
@@ -59,39 +60,6 @@ func cmdSummary(ctx context.Context, c config, args []string, out io.Writer) err
 	return w.Flush()
 }
 
-// listed is a job as list prints it.
-type listed struct {
-	ID          string    `json:"id" rethinkdb:"id"`
-	Name        string    `json:"name" rethinkdb:"name"`
-	Status      string    `json:"status" rethinkdb:"status"`
-	Priority    float64   `json:"priority" rethinkdb:"priority"`
-	Progress    float64   `json:"progress" rethinkdb:"progress"`
-	DateCreated time.Time `json:"dateCreated" rethinkdb:"dateCreated"`
-}
-
-// listPage reads a page of jobs in id order after the id after, through the primary
-// index: the read stops at the page's end, never scanning the whole table.
-func listPage(ctx context.Context, s *r.Session, c config, status, name, after string, limit int) ([]listed, error) {
-	table := r.DB(c.db).Table(c.queue)
-	page := table.Between(r.MinVal, r.MaxVal, r.BetweenOpts{Index: "id"})
-	if after != "" {
-		page = table.Between(after, r.MaxVal, r.BetweenOpts{Index: "id", LeftBound: "open"})
-	}
-	page = page.OrderBy(r.OrderByOpts{Index: "id"}).Filter(func(d r.Term) r.Term {
-		keep := d.HasFields("status").And(d.Field("id").Ne(job.StateDocumentID))
-		if status != "" {
-			keep = keep.And(d.Field("status").Eq(status))
-		}
-		if name != "" {
-			keep = keep.And(d.Field("name").Eq(name))
-		}
-		return keep
-	}).Limit(limit).Pluck("id", "name", "status", "priority", "progress", "dateCreated")
-	jobs := []listed{} // an empty page is [] in --json, not null
-	err := readAll(ctx, s, page, &jobs)
-	return jobs, err
-}
-
 func cmdList(ctx context.Context, c config, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("list", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -116,7 +84,7 @@ func cmdList(ctx context.Context, c config, args []string, out io.Writer) error 
 	if err := c.checkQueue(ctx, s); err != nil {
 		return err
 	}
-	jobs, err := listPage(ctx, s, c, *status, *name, *after, *limit)
+	jobs, err := listing.Page(ctx, s, r.DB(c.db).Table(c.queue), *status, *name, *after, *limit)
 	if err != nil {
 		return err
 	}

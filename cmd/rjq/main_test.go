@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/listing"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
@@ -205,7 +206,7 @@ func TestCommandsOnAQueueWrittenByNode(t *testing.T) {
 
 	res = rjq(t, bin, append(base, "--json", "list", "--status", "completed")...)
 	require.Equal(t, 0, res.code, res.stderr)
-	var listed []listed
+	var listed []listing.Job
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &listed))
 	require.Len(t, listed, 1)
 	assert.Equal(t, done, listed[0].ID)
