@@ -60,10 +60,7 @@ func AdvanceTally(ctx context.Context, t Target) error {
 	// The target is fixed at the start: chasing the clock, the steps would never end.
 	upTo := time.Now().Add(-tallyMargin).Truncate(time.Millisecond)
 	for {
-		// Within a millisecond is there: a time read back from the server may differ
-		// from the one written below the millisecond (reqlite's floats), and a loop that
-		// waited for equality would step forever.
-		if !tl.AsOf.Before(upTo.Add(-time.Millisecond)) {
+		if !tl.AsOf.Before(upTo) {
 			return nil
 		}
 		to := tl.AsOf.Add(step)

@@ -65,7 +65,9 @@ func tallyOf(doc map[string]any) Tally {
 
 // StartTally creates the tally at asOf with nothing counted, unless there is one.
 func (t *Table) StartTally(ctx context.Context, asOf time.Time) error {
-	doc := map[string]any{"id": tallyID, "asOf": asOf, "queueId": t.QueueID,
+	// Times cut to the millisecond, as the server keeps them: the steps compare asOf for
+	// equality with the value read back.
+	doc := map[string]any{"id": tallyID, "asOf": docfmt.Millis(asOf), "queueId": t.QueueID,
 		string(job.Completed): 0, string(job.Cancelled): 0, string(job.Terminated): 0}
 	var res WriteResult
 	err := t.ReadOne(ctx, t.Side(StatsSuffix).Insert(doc), &res)
@@ -126,8 +128,8 @@ func (t *Table) AdvanceTally(ctx context.Context, from, to time.Time, counts map
 		add := func(s job.Status) r.Term {
 			return row.Field(string(s)).Default(0).Add(counts[s])
 		}
-		return r.Branch(row.Field("asOf").Eq(from), map[string]any{
-			"asOf": to, "queueId": t.QueueID,
+		return r.Branch(row.Field("asOf").Eq(docfmt.Millis(from)), map[string]any{
+			"asOf": docfmt.Millis(to), "queueId": t.QueueID,
 			string(job.Completed): add(job.Completed), string(job.Cancelled): add(job.Cancelled),
 			string(job.Terminated): add(job.Terminated),
 		}, nil)
