@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"runtime/debug"
 	"slices"
 	"sync/atomic"
@@ -222,7 +221,7 @@ func (rn *run) run(parent context.Context, h queue.Handler) (*Result, error) {
 	rn.timer = time.AfterFunc(timeout, func() {
 		rn.settle(done, func() (*Result, error) {
 			cancel(job.ErrTimeout)
-			return rn.failed(timeoutError(timeout))
+			return rn.failed(processor.TimeoutError(timeout))
 		})
 	})
 	rn.st.timeout = func() { rn.timer.Reset(timeout) }
@@ -272,11 +271,11 @@ func (rn *run) settle(done chan<- ended, end func() (*Result, error)) {
 // finish turns what the handler returned into the run's outcome.
 func (rn *run) finish(result any, err error) (*Result, error) {
 	switch {
-	case err != nil && isNilPointer(err):
+	case err != nil && processor.IsNilPointer(err):
 		// Its methods may not bear calling; the handler meant something, but not a success.
 		return rn.failed(fmt.Errorf("handler returned a nil %T as its error", err))
 	case err != nil:
-		if reason, ok := cancelReason(err); ok {
+		if reason, ok := processor.CancelReason(err); ok {
 			return rn.cancelled(reason, err)
 		}
 		if errors.Is(err, queue.ErrPassBack) {
@@ -312,7 +311,7 @@ func (rn *run) failed(err error) (*Result, error) {
 	t := rdb.AfterFailure(&rn.claimed, at, rn.customDelay())
 	claimed := rn.claimed
 	claimed.RetryCount = t.RetryCount
-	message, stack := errorText(err), job.MessageNoErrorStack
+	message, stack := processor.ErrorText(err), job.MessageNoErrorStack
 	var pe *queue.PanicError
 	if errors.As(err, &pe) {
 		stack = string(pe.Stack)
@@ -320,7 +319,7 @@ func (rn *run) failed(err error) (*Result, error) {
 	if message == "" {
 		message = job.MessageNoErrorMsg
 	}
-	data := map[string]any{"name": errorName(err), "message": message}
+	data := map[string]any{"name": processor.ErrorName(err), "message": message}
 	entry := rdb.NewLog(&claimed, QueueID, data, job.MessageFailed, t.LogType, t.Status).
 		WithDuration(runTime(rn.claimed, at)).WithError(message, stack)
 	outcome := Terminated
@@ -414,61 +413,3 @@ func now() time.Time { return docfmt.Millis(time.Now()) }
 
 // runTime is how long the run of j that ends at at took.
 func runTime(j job.Job, at time.Time) time.Duration { return max(at.Sub(j.DateStarted), 0) }
-
-// isNilPointer reports whether v holds a nil pointer, map, slice, func or chan.
-func isNilPointer(v any) bool {
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
-		return rv.IsNil()
-	}
-	return false
-}
-
-// cancelReason returns the log message of a handler's cancel when err is one: the reason
-// given to job.Cancel, or the original's message for an error that only wraps job.ErrCancel.
-func cancelReason(err error) (reason string, ok bool) {
-	var c interface{ CancelReason() string }
-	if errors.As(err, &c) {
-		return c.CancelReason(), true
-	}
-	if errors.Is(err, job.ErrCancel) {
-		return job.MessageCancel, true
-	}
-	return "", false
-}
-
-// errorText is err's message; an Error method that panics gives a message that says so.
-func errorText(err error) (msg string) {
-	defer func() {
-		if v := recover(); v != nil {
-			msg = fmt.Sprintf("%T.Error() panicked: %v", err, v)
-		}
-	}()
-	return err.Error()
-}
-
-// errorName names an error's type, as the original's serialized errors carry a name.
-func errorName(err error) string {
-	if _, ok := err.(timeoutError); ok {
-		return "processor.timeoutError" // the queue's name for it
-	}
-	t := reflect.TypeOf(err)
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Name() == "" {
-		return "Error"
-	}
-	return t.String()
-}
-
-// timeoutError is the error a run fails with when its timeout passes, worded as the
-// queue's.
-type timeoutError time.Duration
-
-func (e timeoutError) Error() string {
-	return fmt.Sprintf("Job timed out (run time > %d ms)", time.Duration(e).Milliseconds())
-}
-
-func (e timeoutError) Is(target error) bool { return target == job.ErrTimeout }

@@ -23,7 +23,7 @@ func TestCancelReason(t *testing.T) {
 		{errors.New("other"), "", false},
 		{nil, "", false},
 	} {
-		reason, ok := cancelReason(tc.err)
+		reason, ok := CancelReason(tc.err)
 		assert.Equal(t, tc.reason, reason, "%v", tc.err)
 		assert.Equal(t, tc.ok, ok, "%v", tc.err)
 	}

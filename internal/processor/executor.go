@@ -123,7 +123,7 @@ func (e *executor) settle(rn *run, end func() *outcome) {
 func (e *executor) timeout(rn *run) {
 	e.settle(rn, func() *outcome {
 		rn.cancel(job.ErrTimeout)
-		return e.failed(rn, timeoutError(rn.claimed.Timeout))
+		return e.failed(rn, TimeoutError(rn.claimed.Timeout))
 	})
 }
 
@@ -221,6 +221,10 @@ func (e *executor) dropDisowned(ctx context.Context) error {
 	}
 	return nil
 }
+
+// TimeoutError is the error a run of a job whose timeout is d fails with when the timeout
+// passes; it wraps job.ErrTimeout.
+func TimeoutError(d time.Duration) error { return timeoutError(d) }
 
 // timeoutError is the error a job fails with when its timeout passes, worded as the
 // original's so that logs read the same.

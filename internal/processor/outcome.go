@@ -39,12 +39,12 @@ type outcome struct {
 // nothing for the completer to write (a pass-back is written here).
 func (e *executor) finish(rn *run, result any, err error) *outcome {
 	switch {
-	case err != nil && isNilPointer(err):
+	case err != nil && IsNilPointer(err):
 		// (nil, (*MyErr)(nil)) is a non-nil error whose methods may not bear calling; the
 		// handler meant something, but not a success it never returned.
 		return e.failed(rn, fmt.Errorf("handler returned a nil %T as its error", err))
 	case err != nil:
-		if reason, ok := cancelReason(err); ok {
+		if reason, ok := CancelReason(err); ok {
 			return e.cancelled(rn, reason)
 		}
 		if errors.Is(err, ErrPassBack) {
@@ -57,8 +57,8 @@ func (e *executor) finish(rn *run, result any, err error) *outcome {
 	return e.completed(rn, result)
 }
 
-// isNilPointer reports whether v holds a nil pointer, map, slice, func or chan.
-func isNilPointer(v any) bool {
+// IsNilPointer reports whether v holds a nil pointer, map, slice, func or chan.
+func IsNilPointer(v any) bool {
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {
 	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
@@ -90,7 +90,7 @@ func (e *executor) failed(rn *run, err error) *outcome {
 	t := rdb.AfterFailure(&rn.claimed, at, e.customDelay())
 	claimed := rn.claimed
 	claimed.RetryCount = t.RetryCount
-	message, stack := errorText(err), job.MessageNoErrorStack
+	message, stack := ErrorText(err), job.MessageNoErrorStack
 	var pe *PanicError
 	if errors.As(err, &pe) {
 		stack = string(pe.Stack)
@@ -98,7 +98,7 @@ func (e *executor) failed(rn *run, err error) *outcome {
 	if message == "" {
 		message = job.MessageNoErrorMsg
 	}
-	data := map[string]any{"name": errorName(err), "message": message}
+	data := map[string]any{"name": ErrorName(err), "message": message}
 	entry := rdb.NewLog(&claimed, p.cfg.QueueID, data, job.MessageFailed, t.LogType, t.Status).
 		WithDuration(runTime(rn.claimed, at)).WithError(message, stack)
 	p.cfg.Log.InfoContext(rn.ctx, "job failed", "job", rn.claimed.ID, "err", message, "status", t.Status)
@@ -187,9 +187,9 @@ func (e *executor) passBack(rn *run) *outcome {
 	return nil
 }
 
-// errorText is err's message; an Error method that panics (a method on a nil receiver,
+// ErrorText is err's message; an Error method that panics (a method on a nil receiver,
 // say) gives a message that says so instead of taking the process down.
-func errorText(err error) (msg string) {
+func ErrorText(err error) (msg string) {
 	defer func() {
 		if v := recover(); v != nil {
 			msg = fmt.Sprintf("%T.Error() panicked: %v", err, v)
@@ -198,8 +198,8 @@ func errorText(err error) (msg string) {
 	return err.Error()
 }
 
-// errorName names an error's type, as the original's serialized errors carry a name.
-func errorName(err error) string {
+// ErrorName names an error's type, as the original's serialized errors carry a name.
+func ErrorName(err error) string {
 	t := reflect.TypeOf(err)
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -215,9 +215,9 @@ func runTime(j job.Job, at time.Time) time.Duration {
 	return max(at.Sub(j.DateStarted), 0)
 }
 
-// cancelReason returns the log message of a handler's cancel when err is one: the reason
+// CancelReason returns the log message of a handler's cancel when err is one: the reason
 // given to job.Cancel, or the original's message for an error that only wraps job.ErrCancel.
-func cancelReason(err error) (reason string, ok bool) {
+func CancelReason(err error) (reason string, ok bool) {
 	var c interface{ CancelReason() string }
 	if errors.As(err, &c) {
 		return c.CancelReason(), true
