@@ -1,12 +1,8 @@
 package main
 
 import (
-	"context"
 	"maps"
-	"net"
-	"strconv"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
@@ -20,15 +16,7 @@ import (
 // Documents written by hand with a field of a wrong type never break summary, list or
 // show: the lists print, and show of such a job says what is wrong without a crash.
 func TestGarbageDocumentsNeverBreakTheCommands(t *testing.T) {
-	srv := testserver.Get(t)
-	db := testserver.DB(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	q, err := queue.New(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: db},
-		&queue.Options{DatabaseInitDelay: -1, MasterInterval: -1})
-	require.NoError(t, err)
-	defer func() { _ = q.Stop(context.Background()) }()
-	require.NoError(t, q.Ready(ctx))
+	q, db, addr, ctx := newQueue(t, &queue.Options{DatabaseInitDelay: -1, MasterInterval: -1})
 	added, err := q.AddJob(ctx, q.CreateJob("good"))
 	require.NoError(t, err)
 	session := testserver.Session(t)
@@ -53,7 +41,7 @@ func TestGarbageDocumentsNeverBreakTheCommands(t *testing.T) {
 	require.NoError(t, err)
 
 	bin := binary(t)
-	base := []string{"--addr", net.JoinHostPort(srv.Host, strconv.Itoa(srv.Port)), "--db", db}
+	base := []string{"--addr", addr, "--db", db}
 	for _, args := range [][]string{{"summary"}, {"list"}, {"--json", "list"}, {"list", "--status", "waiting"},
 		{"list", "--status", "failed"}, {"list", "--status", "completed"}} {
 		res := rjq(t, bin, append(base, args...)...)

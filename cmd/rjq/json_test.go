@@ -1,17 +1,12 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"net"
-	"strconv"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
 
@@ -19,16 +14,7 @@ import (
 // parse, of the shape it expects: objects for single results, arrays for lists (empty
 // ones included, never null).
 func TestJSONOutput(t *testing.T) {
-	srv := testserver.Get(t)
-	db := testserver.DB(t)
-	addr := net.JoinHostPort(srv.Host, strconv.Itoa(srv.Port))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	q, err := queue.New(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: db},
-		&queue.Options{DatabaseInitDelay: -1, MasterInterval: -1})
-	require.NoError(t, err)
-	defer func() { _ = q.Stop(context.Background()) }()
-	require.NoError(t, q.Ready(ctx))
+	q, db, addr, ctx := newQueue(t, &queue.Options{DatabaseInitDelay: -1, MasterInterval: -1})
 	jobs, err := q.AddJob(ctx, q.CreateJob("a"), q.CreateJob("b"), q.CreateJob("c"))
 	require.NoError(t, err)
 	bin := binary(t)

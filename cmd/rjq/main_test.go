@@ -34,6 +34,22 @@ func binary(t *testing.T) string {
 	return bin
 }
 
+// newQueue starts a ready queue with opts on a database of the test's own, stopped when
+// the test ends, and returns it with its database, the server's address for --addr and a
+// context that ends with the test.
+func newQueue(t *testing.T, opts *queue.Options) (*queue.Queue, string, string, context.Context) {
+	t.Helper()
+	srv := testserver.Get(t)
+	db := testserver.DB(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	q, err := queue.New(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: db}, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = q.Stop(context.Background()) })
+	require.NoError(t, q.Ready(ctx))
+	return q, db, net.JoinHostPort(srv.Host, strconv.Itoa(srv.Port)), ctx
+}
+
 type result struct {
 	stdout, stderr string
 	code           int
@@ -58,16 +74,7 @@ func rjq(t *testing.T, bin string, args ...string) result {
 }
 
 func TestCommandsAgainstAQueue(t *testing.T) {
-	srv := testserver.Get(t)
-	db := testserver.DB(t)
-	addr := net.JoinHostPort(srv.Host, strconv.Itoa(srv.Port))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	q, err := queue.New(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: db},
-		&queue.Options{DatabaseInitDelay: -1, MasterInterval: -1})
-	require.NoError(t, err)
-	defer func() { _ = q.Stop(context.Background()) }()
-	require.NoError(t, q.Ready(ctx))
+	q, db, addr, ctx := newQueue(t, &queue.Options{DatabaseInitDelay: -1, MasterInterval: -1})
 	jobs, err := q.AddJob(ctx, q.CreateJob("a"), q.CreateJob("b"), q.CreateJob("c").SetName("nightly"))
 	require.NoError(t, err)
 	bin := binary(t)

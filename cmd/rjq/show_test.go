@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
@@ -94,16 +92,7 @@ func TestGroupRuns(t *testing.T) {
 // terminated it. The text groups the log by run, with each run's worker, error and
 // stack; --json carries the runs beside the job's own fields.
 func TestShowRuns(t *testing.T) {
-	srv := testserver.Get(t)
-	db := testserver.DB(t)
-	addr := net.JoinHostPort(srv.Host, strconv.Itoa(srv.Port))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	q, err := queue.New(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: db},
-		&queue.Options{DatabaseInitDelay: -1, MasterInterval: -1})
-	require.NoError(t, err)
-	defer func() { _ = q.Stop(context.Background()) }()
-	require.NoError(t, q.Ready(ctx))
+	q, db, addr, ctx := newQueue(t, &queue.Options{DatabaseInitDelay: -1, MasterInterval: -1})
 	ended := q.Events(ctx, queue.EventTerminated)
 	added, err := q.AddJob(ctx, q.CreateJob("x").SetRetryMax(1).SetRetryDelay(0))
 	require.NoError(t, err)

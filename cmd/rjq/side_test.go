@@ -3,15 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
@@ -19,17 +16,9 @@ import (
 // workers, schedules and limits show what a processing queue registered, set and
 // scheduled, as text and as JSON.
 func TestWorkersSchedulesAndLimits(t *testing.T) {
-	srv := testserver.Get(t)
-	db := testserver.DB(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	q, err := queue.New(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: db},
-		&queue.Options{DatabaseInitDelay: -1, MasterInterval: -1, Concurrency: 3})
-	require.NoError(t, err)
-	defer func() { _ = q.Stop(context.Background()) }()
-	require.NoError(t, q.Ready(ctx))
+	q, db, addr, ctx := newQueue(t, &queue.Options{DatabaseInitDelay: -1, MasterInterval: -1, Concurrency: 3})
 	bin := binary(t)
-	base := []string{"--addr", net.JoinHostPort(srv.Host, strconv.Itoa(srv.Port)), "--db", db}
+	base := []string{"--addr", addr, "--db", db}
 
 	for _, cmd := range []string{"workers", "schedules", "limits"} {
 		res := rjq(t, bin, append(base, cmd)...)
@@ -65,17 +54,9 @@ func TestWorkersSchedulesAndLimits(t *testing.T) {
 
 // add adds the job it is given, and refuses bad input without writing anything.
 func TestAddAddsAJobByHand(t *testing.T) {
-	srv := testserver.Get(t)
-	db := testserver.DB(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	q, err := queue.New(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: db},
-		&queue.Options{DatabaseInitDelay: -1, MasterInterval: -1})
-	require.NoError(t, err)
-	defer func() { _ = q.Stop(context.Background()) }()
-	require.NoError(t, q.Ready(ctx))
+	q, db, addr, ctx := newQueue(t, &queue.Options{DatabaseInitDelay: -1, MasterInterval: -1})
 	bin := binary(t)
-	base := []string{"--addr", net.JoinHostPort(srv.Host, strconv.Itoa(srv.Port)), "--db", db}
+	base := []string{"--addr", addr, "--db", db}
 
 	res := rjq(t, bin, append(base, "add", "--data", `{"to":"ann@example.com"}`, "--name", "mail", "--priority", "high",
 		"--delay", "1h", "--retry-max", "5", "--json")...)
