@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/wirecount"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
@@ -26,10 +28,15 @@ import (
 // stops its queue, prints "queries TOTAL CLAIMQUERIES" (counted on the wire: every query,
 // and the candidate reads and claim writes among them) and exits.
 
-// childMain runs a child: mode "process" (no changefeed, counts completions) or
-// "latency" (changefeed on, reports handler starts).
-func childMain(mode, addr, db string, concurrency int) {
+// childMain runs a child: mode "process" (no changefeed, counts completions),
+// "latency" (changefeed on, reports handler starts) or "floor" (the floor loop with batch
+// concurrency over part of the jobs, counts completions).
+func childMain(mode, addr, db string, concurrency int, part string) {
 	ctx := context.Background()
+	if mode == "floor" {
+		floorChild(ctx, addr, db, concurrency, part)
+		return
+	}
 	proxy, err := wirecount.Start(addr)
 	if err != nil {
 		log.Fatalf("child: %v", err)
@@ -112,6 +119,46 @@ func childMain(mode, addr, db string, concurrency int) {
 	say("queries %d %d", total, reads+claimWrites.Count())
 }
 
+// floorChild runs the floor loop with batch k over the part ("index/of") of the jobs
+// whose ids rdb.PartOf puts there, until none is left, then reports like a "process"
+// child.
+func floorChild(ctx context.Context, addr, db string, k int, part string) {
+	var index, of int
+	if _, err := fmt.Sscanf(part, "%d/%d", &index, &of); err != nil {
+		log.Fatalf("child: part %q: %v", part, err)
+	}
+	var firstChars []any
+	for _, c := range "0123456789abcdef" {
+		if rdb.PartOf(string(c), of) == index {
+			firstChars = append(firstChars, string(c))
+		}
+	}
+	s, err := r.Connect(r.ConnectOpts{Address: addr, Timeout: 10 * time.Second})
+	if err != nil {
+		log.Fatalf("child: %v", err)
+	}
+	defer s.Close()
+	f := newFloorRounds(db, k, firstChars)
+	in := bufio.NewReader(os.Stdin)
+	fmt.Println("ready")
+	if _, err := in.ReadString('\n'); err != nil {
+		log.Fatalf("child: %v", err)
+	}
+	for done := 0; ; {
+		won, err := f.round(ctx, s)
+		if err != nil {
+			log.Fatalf("child: %v", err)
+		}
+		if won == 0 {
+			break
+		}
+		done += won
+		fmt.Printf("done %d %d\n", done, os.Getpid())
+	}
+	_, _ = io.Copy(io.Discard, in)
+	fmt.Println("queries 0 0")
+}
+
 // child is a worker process as the parent sees it.
 type child struct {
 	cmd   *exec.Cmd
@@ -128,8 +175,8 @@ func startChildren(n int, mode, addr, db string, concurrency int) ([]*child, err
 		return nil, err
 	}
 	children := make([]*child, 0, n)
-	for range n {
-		args := []string{"-child", mode, "-addr", addr, "-child-db", db, "-child-concurrency", strconv.Itoa(concurrency)}
+	for i := range n {
+		args := []string{"-child", mode, "-addr", addr, "-child-db", db, "-child-concurrency", strconv.Itoa(concurrency), "-child-part", fmt.Sprintf("%d/%d", i, n)}
 		if kindsWanted {
 			args = append(args, "-kinds")
 		}

@@ -44,63 +44,97 @@ func floorProcess(ctx context.Context, addr string, k, n int, cpu cpuMeter) (res
 
 // floorLoop runs the floor loop with batch k over n waiting jobs of db's default queue.
 func floorLoop(ctx context.Context, s *r.Session, db string, k, n int, cpu cpuMeter) (result, error) {
-	table := r.DB(db).Table(queue.DefaultName)
-	read := r.DB(db).Table(queue.DefaultName, r.TableOpts{ReadMode: "outdated"})
-	var none job.Job
-	claimEntry := rdb.NewLog(&none, floorQueueID, nil, job.MessageActive, job.Information, job.Active).WithoutData().Document()
-	doneEntry := rdb.NewLog(&none, floorQueueID, nil, job.MessageCompleted, job.Information, job.Completed).WithDuration(time.Millisecond).Document()
-	lo := []any{r.MinVal, r.MinVal, r.MinVal, r.MinVal}
-	hi := []any{r.MaxVal, r.MaxVal, r.MaxVal, r.MaxVal}
-
+	f := newFloorRounds(db, k, nil)
 	cpuUsed := cpu.span()
 	start := time.Now()
 	for done := 0; done < n; {
-		var ids []string
-		term := read.Between(lo, hi, r.BetweenOpts{Index: rdb.IndexClaim}).OrderBy(r.OrderByOpts{Index: r.Desc(rdb.IndexClaim)}).Limit(k).Field("id")
-		if err := readAll(ctx, s, term, &ids); err != nil {
-			return result{}, fmt.Errorf("floor read: %w", err)
+		won, err := f.round(ctx, s)
+		if err != nil {
+			return result{}, err
 		}
-		if len(ids) == 0 {
+		if won == 0 {
 			return result{}, fmt.Errorf("floor: %d of %d jobs done and none left to claim", done, n)
 		}
-		claim := table.GetAll(rdb.Anys(ids)...).Update(func(row r.Term) any {
-			return r.Branch(row.Field("status").Eq("waiting"), map[string]any{
-				"status":       "active",
-				"dateStarted":  r.Now(),
-				"processCount": row.Field("processCount").Add(1),
-				"log":          row.Field("log").Append(claimEntry),
-			}, nil)
-		}, r.UpdateOpts{ReturnChanges: true})
-		res, err := writeOne(ctx, s, claim)
-		if err != nil {
-			return result{}, fmt.Errorf("floor claim: %w", err)
-		}
-		if res.Replaced != len(ids) || len(res.Changes) != len(ids) {
-			return result{}, fmt.Errorf("floor claim: replaced %d of %d", res.Replaced, len(ids))
-		}
-		won := make([]any, 0, len(res.Changes))
-		for _, c := range res.Changes {
-			doc, _ := c.NewValue.(map[string]any)
-			won = append(won, doc["id"])
-		}
-		finish := table.GetAll(won...).Update(func(row r.Term) any {
-			return r.Branch(row.Field("status").Eq("active"), map[string]any{
-				"status":       "completed",
-				"dateFinished": r.Now(),
-				"progress":     100,
-				"log":          row.Field("log").Append(doneEntry),
-			}, nil)
-		})
-		if res, err = writeOne(ctx, s, finish); err != nil {
-			return result{}, fmt.Errorf("floor finish: %w", err)
-		}
-		if res.Replaced != len(won) {
-			return result{}, fmt.Errorf("floor finish: replaced %d of %d", res.Replaced, len(won))
-		}
-		done += len(won)
+		done += won
 	}
 	elapsed := time.Since(start)
 	return result{jobsPerSec: float64(n) / elapsed.Seconds(), cpu: cpuUsed(), jobs: n}, nil
+}
+
+// floorRounds makes the rounds of the floor loop on one table.
+type floorRounds struct {
+	table, read           r.Term
+	k                     int
+	claimEntry, doneEntry any
+	// firstChars, when not nil, keeps the loop to the jobs whose ids start with one of
+	// them: the part of the jobs one of several floor processes takes, so that they never
+	// contend (-procs).
+	firstChars []any
+}
+
+func newFloorRounds(db string, k int, firstChars []any) *floorRounds {
+	var none job.Job
+	return &floorRounds{
+		table:      r.DB(db).Table(queue.DefaultName),
+		read:       r.DB(db).Table(queue.DefaultName, r.TableOpts{ReadMode: "outdated"}),
+		k:          k,
+		claimEntry: rdb.NewLog(&none, floorQueueID, nil, job.MessageActive, job.Information, job.Active).WithoutData().Document(),
+		doneEntry:  rdb.NewLog(&none, floorQueueID, nil, job.MessageCompleted, job.Information, job.Completed).WithDuration(time.Millisecond).Document(),
+		firstChars: firstChars,
+	}
+}
+
+// round reads, claims and finishes up to k jobs, and returns how many it finished: 0
+// when none was left to claim.
+func (f *floorRounds) round(ctx context.Context, s *r.Session) (int, error) {
+	lo := []any{r.MinVal, r.MinVal, r.MinVal, r.MinVal}
+	hi := []any{r.MaxVal, r.MaxVal, r.MaxVal, r.MaxVal}
+	term := f.read.Between(lo, hi, r.BetweenOpts{Index: rdb.IndexClaim}).OrderBy(r.OrderByOpts{Index: r.Desc(rdb.IndexClaim)})
+	if f.firstChars != nil {
+		term = term.Filter(func(doc r.Term) r.Term { return r.Expr(f.firstChars).Contains(doc.Field("id").Slice(0, 1)) })
+	}
+	var ids []string
+	if err := readAll(ctx, s, term.Limit(f.k).Field("id"), &ids); err != nil {
+		return 0, fmt.Errorf("floor read: %w", err)
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	claim := f.table.GetAll(rdb.Anys(ids)...).Update(func(row r.Term) any {
+		return r.Branch(row.Field("status").Eq("waiting"), map[string]any{
+			"status":       "active",
+			"dateStarted":  r.Now(),
+			"processCount": row.Field("processCount").Add(1),
+			"log":          row.Field("log").Append(f.claimEntry),
+		}, nil)
+	}, r.UpdateOpts{ReturnChanges: true})
+	res, err := writeOne(ctx, s, claim)
+	if err != nil {
+		return 0, fmt.Errorf("floor claim: %w", err)
+	}
+	if res.Replaced != len(ids) || len(res.Changes) != len(ids) {
+		return 0, fmt.Errorf("floor claim: replaced %d of %d", res.Replaced, len(ids))
+	}
+	won := make([]any, 0, len(res.Changes))
+	for _, c := range res.Changes {
+		doc, _ := c.NewValue.(map[string]any)
+		won = append(won, doc["id"])
+	}
+	finish := f.table.GetAll(won...).Update(func(row r.Term) any {
+		return r.Branch(row.Field("status").Eq("active"), map[string]any{
+			"status":       "completed",
+			"dateFinished": r.Now(),
+			"progress":     100,
+			"log":          row.Field("log").Append(f.doneEntry),
+		}, nil)
+	})
+	if res, err = writeOne(ctx, s, finish); err != nil {
+		return 0, fmt.Errorf("floor finish: %w", err)
+	}
+	if res.Replaced != len(won) {
+		return 0, fmt.Errorf("floor finish: replaced %d of %d", res.Replaced, len(won))
+	}
+	return len(won), nil
 }
 
 // floorInsert writes the documents AddJob writes for n jobs with plain inserts of

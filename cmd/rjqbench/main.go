@@ -72,6 +72,7 @@ func main() {
 	childMode := flag.String("child", "", "internal: run as a worker process of a cross-process measurement")
 	childDB := flag.String("child-db", "", "internal: the worker's database")
 	childC := flag.Int("child-concurrency", 1, "internal: the worker's concurrency")
+	childPart := flag.String("child-part", "", "internal: the floor worker's part of the jobs, index/of")
 	flag.BoolVar(&kindsWanted, "kinds", false, "print how many jobs each read, claim and outcome write took (on stderr)")
 	cpuProfile := flag.String("cpuprofile", "", "write this process's CPU profile to the file")
 	flag.Parse()
@@ -86,7 +87,7 @@ func main() {
 		defer pprof.StopCPUProfile()
 	}
 	if *childMode != "" {
-		childMain(*childMode, *addr, *childDB, *childC)
+		childMain(*childMode, *addr, *childDB, *childC, *childPart)
 		return
 	}
 	ctx := context.Background()
@@ -104,7 +105,7 @@ func main() {
 	fmt.Printf("server %s, %d round(s), best shown; ratios are this library's to the others'\n\n", *addr, *rounds)
 	fmt.Println("| measurement | this library | queries/job | floor | ÷ floor | Node original | ÷ Node | server CPU/job: library | floor | Node |")
 	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-	byLevel := map[int]result{}
+	byLevel := map[int]levelResult{}
 	if *levels != "" {
 		for _, lv := range strings.Split(*levels, ",") {
 			c, n := parsePair(lv)
@@ -112,16 +113,7 @@ func main() {
 		}
 	}
 	if *procs > 0 {
-		res := b.best(func() (result, error) { return measureProcs(ctx, *addr, *procs, 50, *procsN, cpu) })
-		one, ok := byLevel[50**procs]
-		ratio := ""
-		if ok && one.jobsPerSec > 0 {
-			ratio = fmt.Sprintf("%.2f× one process at concurrency %d", res.jobsPerSec/one.jobsPerSec, 50**procs)
-		}
-		fmt.Printf("| %d processes × concurrency 50 (N=%d), jobs/s | %.0f | %.2f | | | | | %s | | |\n", *procs, *procsN, res.jobsPerSec, res.queriesPerJob, perJob(res.cpu, res.jobs))
-		if ratio != "" {
-			fmt.Printf("| … against one process | %s | | | | | | | | |\n", ratio)
-		}
+		b.procsRows(*procs, *procsN, byLevel[50**procs])
 	}
 	if *addN > 0 {
 		b.addRow(*addN)
@@ -195,7 +187,10 @@ func (b bench) best(measure func() (result, error)) result {
 	return best
 }
 
-func (b bench) processRow(c, n int) result {
+// levelResult is what processRow measured at one concurrency.
+type levelResult struct{ lib, floor result }
+
+func (b bench) processRow(c, n int) levelResult {
 	lib := b.best(func() (result, error) { return measureProcess(b.ctx, b.addr, c, n, b.cpu) })
 	var fl, nd result
 	if b.floor {
@@ -208,7 +203,7 @@ func (b bench) processRow(c, n int) result {
 		c, n, lib.jobsPerSec, lib.queriesPerJob, rate(fl.jobsPerSec), ratio(lib.jobsPerSec, fl.jobsPerSec),
 		rate(nd.jobsPerSec), ratio(lib.jobsPerSec, nd.jobsPerSec),
 		perJob(lib.cpu, lib.jobs), perJob(fl.cpu, fl.jobs), perJob(nd.cpu, nd.jobs))
-	return lib
+	return levelResult{lib: lib, floor: fl}
 }
 
 func (b bench) addRow(n int) {
@@ -475,4 +470,23 @@ func envOr(key, def string) string {
 		return v
 	}
 	return def
+}
+
+// procsRows measures procs worker processes of concurrency 50 on one queue over n jobs
+// (and, with -floor, procs floor loops of batch 50), against one process at concurrency
+// 50 × procs (one, when measured): the library's against the library's, the floor's
+// against the floor's.
+func (b bench) procsRows(procs, n int, one levelResult) {
+	res := b.best(func() (result, error) { return measureProcs(b.ctx, b.addr, "process", procs, 50, n, b.cpu) })
+	floorCells := " | |"
+	var floor result
+	if b.floor {
+		floor = b.best(func() (result, error) { return measureProcs(b.ctx, b.addr, "floor", procs, 50, n, b.cpu) })
+		floorCells = fmt.Sprintf(" | %.0f | %.2f×", floor.jobsPerSec, res.jobsPerSec/floor.jobsPerSec)
+	}
+	fmt.Printf("| %d processes × concurrency 50 (N=%d), jobs/s | %.0f | %.2f%s | | | %s | %s | |\n", procs, n, res.jobsPerSec, res.queriesPerJob, floorCells, perJob(res.cpu, res.jobs), perJob(floor.cpu, floor.jobs))
+	if one.lib.jobsPerSec > 0 {
+		fmt.Printf("| … against one process at concurrency %d (floor: batch %d) | %s | | %s | | | | | | |\n",
+			50*procs, 50*procs, ratio(res.jobsPerSec, one.lib.jobsPerSec), ratio(floor.jobsPerSec, one.floor.jobsPerSec))
+	}
 }

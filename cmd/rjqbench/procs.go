@@ -10,8 +10,10 @@ import (
 
 // measureProcs processes n jobs with procs worker processes of the given concurrency each
 // on one queue: the total rate, and whether claims by several processes on one index
-// contend.
-func measureProcs(ctx context.Context, addr string, procs, concurrency, n int, cpu cpuMeter) (result, error) {
+// contend. In mode "process" the workers are the library's; in mode "floor" they run the
+// floor loop with batch concurrency, each over its own part of the jobs: what the server
+// allows procs clients that never contend.
+func measureProcs(ctx context.Context, addr, mode string, procs, concurrency, n int, cpu cpuMeter) (result, error) {
 	_, db, drop, err := scratch(addr)
 	if err != nil {
 		return result{}, err
@@ -20,7 +22,7 @@ func measureProcs(ctx context.Context, addr string, procs, concurrency, n int, c
 	if err := addWithLibrary(ctx, addr, db, n); err != nil {
 		return result{}, err
 	}
-	children, err := startChildren(procs, "process", addr, db, concurrency)
+	children, err := startChildren(procs, mode, addr, db, concurrency)
 	finished := false
 	defer func() {
 		if !finished {
