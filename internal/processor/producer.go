@@ -74,9 +74,15 @@ type producer struct {
 	peers []string
 
 	// buf holds, in processing order, the jobs a read found beyond the free slots, for
-	// the next rounds; bufAt is when they were read.
-	buf   []*job.Job
-	bufAt time.Time
+	// the next rounds; bufAt is when they were read, bufRead how many it held then, and
+	// bufDropped is set when a missed claim emptied it.
+	buf        []*job.Job
+	bufAt      time.Time
+	bufRead    int
+	bufDropped bool
+	// ahead is how many jobs a read takes beyond the free slots (see prefetch); -1
+	// before the first read.
+	ahead int
 
 	// The loop's own state.
 	lost     []string
@@ -112,6 +118,7 @@ func newProducer(p *Processor) *producer {
 		hints:      make(map[string]hint),
 		skip:       make(map[string]skipped),
 		reported:   make(map[string]bool),
+		ahead:      -1,
 	}
 }
 
@@ -334,10 +341,29 @@ const bufferAge = 500 * time.Millisecond
 // maxPrefetch bounds the jobs one read takes.
 const maxPrefetch = 1000
 
-// prefetch is how many jobs a read for free slots takes: a few rounds' worth, so that
-// the rounds that follow claim from what one read found.
+// prefetch is how many jobs a read for free slots takes: the free slots, and as many
+// more as the rounds that follow will claim from the buffer before it is too old. A read
+// costs the server for every document it reads, used or not (on RethinkDB 2.4.4, about
+// 0.06 ms each; a part read reads four times what it returns, with four workers), so
+// the reads ahead follow what the buffer was used for: they shrink to what was used when
+// jobs were left in it, and double, up to 4 × the concurrency, when it ran dry.
 func (p *producer) prefetch(free int) int {
-	return max(free, min(4*p.p.cfg.Concurrency(), maxPrefetch))
+	c := p.p.cfg.Concurrency()
+	most := min(4*c, maxPrefetch)
+	switch {
+	case p.ahead < 0:
+		p.ahead = most
+	case p.bufDropped:
+		// A missed claim emptied the buffer: it says nothing of its use.
+	case len(p.buf) > 0:
+		used := p.bufRead - len(p.buf)
+		p.ahead = used + used/2
+	default:
+		p.ahead = max(2*p.ahead, c)
+	}
+	p.ahead = min(p.ahead, most)
+	p.bufDropped = false
+	return max(free, min(free+p.ahead, most))
 }
 
 // part is this queue's part of the table's jobs (see rdb.PartOf): the zero Part when it
@@ -373,7 +399,7 @@ func (p *producer) read(ctx context.Context, now time.Time, free int, names []st
 			p.mu.Lock()
 			p.idle = false
 			p.mu.Unlock()
-			p.buf, p.bufAt = mine[free:], now
+			p.buf, p.bufAt, p.bufRead = mine[free:], now, len(mine)-free
 			return mine[:free], len(c.List) == want || len(mine) > free, time.Time{}, nil
 		}
 		skip.Part = rdb.Part{}
@@ -395,9 +421,9 @@ func (p *producer) read(ctx context.Context, now time.Time, free int, names []st
 		})
 	}
 	found = jobs[:min(free, len(jobs))]
-	p.buf = nil
+	p.buf, p.bufAt, p.bufRead = nil, now, 0
 	if len(jobs) > free {
-		p.buf, p.bufAt = jobs[free:], now
+		p.buf, p.bufRead = jobs[free:], len(jobs)-free
 	}
 	return found, more, c.NextDue, nil
 }
@@ -530,7 +556,7 @@ func (p *producer) claim(ctx context.Context, jobs []*job.Job, tokens map[string
 	if len(res.Missed) > 0 {
 		// Jobs it knew of were taken or changed elsewhere: the table says what is due now.
 		p.readWanted = true
-		p.buf = nil
+		p.buf, p.bufDropped = nil, true
 	}
 	p.mu.Unlock()
 	if len(tokens) > 0 {

@@ -269,3 +269,33 @@ func TestAStaleHintMakesTheNextRoundRead(t *testing.T) {
 	assert.Equal(t, 2, reads, "the table says what is due after a hint went stale")
 	assert.Equal(t, []string{j.ID}, h.of(EventActive))
 }
+
+func TestPrefetchFollowsWhatTheBufferWasUsedFor(t *testing.T) {
+	jobs := func(n int) []*job.Job { return make([]*job.Job, n) }
+	for _, tc := range []struct {
+		name        string
+		concurrency int
+		ahead       int
+		bufRead     int
+		left        int
+		dropped     bool
+		free        int
+		want        int
+	}{
+		{name: "the first read takes 4 × the concurrency", concurrency: 50, ahead: -1, free: 50, want: 200},
+		{name: "a buffer left unused: the free slots only", concurrency: 50, ahead: 150, bufRead: 150, left: 150, free: 50, want: 50},
+		{name: "a buffer partly used: what was used, and half again", concurrency: 50, ahead: 150, bufRead: 150, left: 50, free: 50, want: 200},
+		{name: "a buffer that ran dry: twice as many", concurrency: 50, ahead: 40, bufRead: 40, free: 20, want: 100},
+		{name: "twice as many, up to 4 × the concurrency", concurrency: 50, ahead: 150, bufRead: 150, free: 50, want: 200},
+		{name: "a buffer emptied by a missed claim says nothing", concurrency: 50, ahead: 30, bufRead: 100, dropped: true, free: 50, want: 80},
+		{name: "never more than maxPrefetch", concurrency: 2000, ahead: -1, free: 500, want: maxPrefetch},
+		{name: "but always the free slots", concurrency: 2000, ahead: -1, free: 2000, want: 2000},
+		{name: "at least the free slots", concurrency: 10, ahead: 0, bufRead: 10, left: 10, free: 10, want: 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newHarness(t, tc.concurrency, false).p.prod
+			p.ahead, p.bufRead, p.buf, p.bufDropped = tc.ahead, tc.bufRead, jobs(tc.left), tc.dropped
+			assert.Equal(t, tc.want, p.prefetch(tc.free))
+		})
+	}
+}
