@@ -74,25 +74,7 @@ func childMain(mode, addr, db string, concurrency int, part string) {
 	}
 	if mode == "process" {
 		completed := q.Events(ctx, queue.EventCompleted)
-		wg.Go(func() {
-			tick := time.NewTicker(20 * time.Millisecond)
-			defer tick.Stop()
-			done, said := 0, 0
-			for {
-				select {
-				case <-completed:
-					done++
-					continue
-				case <-tick.C:
-				case <-stop:
-					return
-				}
-				if done != said {
-					say("done %d %d", done, os.Getpid())
-					said = done
-				}
-			}
-		})
+		wg.Go(func() { tellCompletions(completed, stop, say) })
 	}
 	if err := q.Process(handler); err != nil {
 		log.Fatalf("child: %v", err)
@@ -157,6 +139,28 @@ func floorChild(ctx context.Context, addr, db string, k int, part string) {
 	}
 	_, _ = io.Copy(io.Discard, in)
 	fmt.Println("queries 0 0")
+}
+
+// tellCompletions says "done N PID" every 20 ms while the count of completed events
+// grows, until stop is closed.
+func tellCompletions(completed <-chan queue.Event, stop <-chan struct{}, say func(string, ...any)) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	done, said := 0, 0
+	for {
+		select {
+		case <-completed:
+			done++
+			continue
+		case <-tick.C:
+		case <-stop:
+			return
+		}
+		if done != said {
+			say("done %d %d", done, os.Getpid())
+			said = done
+		}
+	}
 }
 
 // child is a worker process as the parent sees it.

@@ -53,112 +53,137 @@ type result struct {
 	jobs int
 }
 
-func main() {
-	addr := flag.String("addr", envOr("RJQ_TEST_ADDR", "127.0.0.1:28015"), "RethinkDB host:port")
-	levels := flag.String("concurrency", "1:1000,10:2000,50:3000,200:5000", "concurrency:jobs pairs to measure processing at (empty: none)")
-	addN := flag.Int("add", 10000, "jobs in the one AddJob whose rate is measured (0: none)")
-	latencyN := flag.Int("latency", 200, "jobs added one at a time to an idle queue, for add → start latency (0: none)")
-	node := flag.Bool("node", false, "measure the Node.js original too (needs node and npm)")
-	floor := flag.Bool("floor", false, "measure the floor loop and plain inserts too")
-	serverPID := flag.Int("server-pid", 0, "the server's pid, to report its CPU per job (Linux /proc)")
-	procs := flag.Int("procs", 0, "also measure this many worker processes of concurrency 50 on one queue (0: none)")
-	procsN := flag.Int("procs-jobs", 5000, "jobs for -procs")
-	cross := flag.String("cross", "", "idle worker process counts to measure cross-process add → start at, e.g. 1,8 (empty: none)")
-	crossN := flag.Int("cross-jobs", 200, "jobs added one at a time for -cross")
-	burst := flag.Int("burst", 1000, "jobs of the burst added onto the most -cross workers (0: none)")
-	queries := flag.String("queries", "", "batch sizes to compare the library's queries with the floor's at, query by query, e.g. 10,50 (empty: none)")
-	scale := flag.String("scale", "", "finished-job counts to fill a table with and measure at, e.g. 0,100000,1000000 (empty: none)")
-	rounds := flag.Int("rounds", 1, "times to repeat each throughput measurement (the best is reported)")
-	childMode := flag.String("child", "", "internal: run as a worker process of a cross-process measurement")
-	childDB := flag.String("child-db", "", "internal: the worker's database")
-	childC := flag.Int("child-concurrency", 1, "internal: the worker's concurrency")
-	childPart := flag.String("child-part", "", "internal: the floor worker's part of the jobs, index/of")
+// flags are the command line.
+type flags struct {
+	addr, levels, cross, queries, scale       string
+	addN, latencyN, serverPID, procs, procsN  int
+	crossN, burst, rounds                     int
+	node, floor                               bool
+	childMode, childDB, childPart, cpuProfile string
+	childC                                    int
+}
+
+func parseFlags() flags {
+	var f flags
+	flag.StringVar(&f.addr, "addr", envOr("RJQ_TEST_ADDR", "127.0.0.1:28015"), "RethinkDB host:port")
+	flag.StringVar(&f.levels, "concurrency", "1:1000,10:2000,50:3000,200:5000", "concurrency:jobs pairs to measure processing at (empty: none)")
+	flag.IntVar(&f.addN, "add", 10000, "jobs in the one AddJob whose rate is measured (0: none)")
+	flag.IntVar(&f.latencyN, "latency", 200, "jobs added one at a time to an idle queue, for add → start latency (0: none)")
+	flag.BoolVar(&f.node, "node", false, "measure the Node.js original too (needs node and npm)")
+	flag.BoolVar(&f.floor, "floor", false, "measure the floor loop and plain inserts too")
+	flag.IntVar(&f.serverPID, "server-pid", 0, "the server's pid, to report its CPU per job (Linux /proc)")
+	flag.IntVar(&f.procs, "procs", 0, "also measure this many worker processes of concurrency 50 on one queue (0: none)")
+	flag.IntVar(&f.procsN, "procs-jobs", 5000, "jobs for -procs")
+	flag.StringVar(&f.cross, "cross", "", "idle worker process counts to measure cross-process add → start at, e.g. 1,8 (empty: none)")
+	flag.IntVar(&f.crossN, "cross-jobs", 200, "jobs added one at a time for -cross")
+	flag.IntVar(&f.burst, "burst", 1000, "jobs of the burst added onto the most -cross workers (0: none)")
+	flag.StringVar(&f.queries, "queries", "", "batch sizes to compare the library's queries with the floor's at, query by query, e.g. 10,50 (empty: none)")
+	flag.StringVar(&f.scale, "scale", "", "finished-job counts to fill a table with and measure at, e.g. 0,100000,1000000 (empty: none)")
+	flag.IntVar(&f.rounds, "rounds", 1, "times to repeat each throughput measurement (the best is reported)")
+	flag.StringVar(&f.childMode, "child", "", "internal: run as a worker process of a cross-process measurement")
+	flag.StringVar(&f.childDB, "child-db", "", "internal: the worker's database")
+	flag.IntVar(&f.childC, "child-concurrency", 1, "internal: the worker's concurrency")
+	flag.StringVar(&f.childPart, "child-part", "", "internal: the floor worker's part of the jobs, index/of")
 	flag.BoolVar(&kindsWanted, "kinds", false, "print how many jobs each read, claim and outcome write took (on stderr)")
-	cpuProfile := flag.String("cpuprofile", "", "write this process's CPU profile to the file")
+	flag.StringVar(&f.cpuProfile, "cpuprofile", "", "write this process's CPU profile to the file")
 	flag.Parse()
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+	return f
+}
+
+func main() {
+	f := parseFlags()
+	if f.cpuProfile != "" {
+		out, err := os.Create(f.cpuProfile)
 		if err != nil {
 			log.Fatal(err)
 		}
-		if err := pprof.StartCPUProfile(f); err != nil {
+		if err := pprof.StartCPUProfile(out); err != nil {
 			log.Fatal(err)
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if *childMode != "" {
-		childMain(*childMode, *addr, *childDB, *childC, *childPart)
+	if f.childMode != "" {
+		childMain(f.childMode, f.addr, f.childDB, f.childC, f.childPart)
 		return
 	}
-	ctx := context.Background()
-	cpu := cpuMeter{pid: *serverPID}
+	cpu := cpuMeter{pid: f.serverPID}
 	serverCPU = cpu
-	b := bench{ctx: ctx, addr: *addr, cpu: cpu, rounds: *rounds, floor: *floor}
-	if *node {
+	b := bench{ctx: context.Background(), addr: f.addr, cpu: cpu, rounds: f.rounds, floor: f.floor}
+	if f.node {
 		var err error
 		if b.nodeDir, err = installNode(); err != nil {
 			log.Fatalf("node: %v", err)
 		}
 		defer os.RemoveAll(b.nodeDir)
 	}
+	b.run(f)
+}
 
-	fmt.Printf("server %s, %d round(s), best shown; ratios are this library's to the others'\n\n", *addr, *rounds)
+// run makes the measurements f asks for, in order, and prints their rows.
+func (b bench) run(f flags) {
+	fmt.Printf("server %s, %d round(s), best shown; ratios are this library's to the others'\n\n", f.addr, f.rounds)
 	fmt.Println("| measurement | this library | queries/job | floor | ÷ floor | Node original | ÷ Node | server CPU/job: library | floor | Node |")
 	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	byLevel := map[int]levelResult{}
-	if *levels != "" {
-		for _, lv := range strings.Split(*levels, ",") {
+	if f.levels != "" {
+		for _, lv := range strings.Split(f.levels, ",") {
 			c, n := parsePair(lv)
 			byLevel[c] = b.processRow(c, n)
 		}
 	}
-	if *procs > 0 {
-		b.procsRows(*procs, *procsN, byLevel[50**procs])
+	if f.procs > 0 {
+		b.procsRows(f.procs, f.procsN, byLevel[50*f.procs])
 	}
-	if *addN > 0 {
-		b.addRow(*addN)
+	if f.addN > 0 {
+		b.addRow(f.addN)
 	}
-	if *latencyN > 0 {
-		b.latencyRows(*latencyN)
+	if f.latencyN > 0 {
+		b.latencyRows(f.latencyN)
 	}
-	for _, k := range strings.Split(*queries, ",") {
+	for _, k := range strings.Split(f.queries, ",") {
 		if k == "" {
 			continue
 		}
 		n, err := strconv.Atoi(k)
 		if err != nil || n < 1 {
-			log.Fatalf("-queries: want batch sizes such as 10,50, got %q", *queries)
+			log.Fatalf("-queries: want batch sizes such as 10,50, got %q", f.queries)
 		}
-		queryRows(ctx, *addr, n, max(20, 2000/n), cpu)
+		queryRows(b.ctx, b.addr, n, max(20, 2000/n), b.cpu)
 	}
-	if *scale != "" {
-		scaleRows(ctx, *addr, *scale, cpu)
+	if f.scale != "" {
+		scaleRows(b.ctx, b.addr, f.scale, b.cpu)
 	}
-	if *cross != "" {
-		most := 0
-		for _, w := range strings.Split(*cross, ",") {
-			workers, err := strconv.Atoi(w)
-			if err != nil || workers < 1 {
-				log.Fatalf("-cross: want worker counts such as 1,8, got %q", *cross)
-			}
-			most = max(most, workers)
-			res, err := measureCross(ctx, *addr, workers, *crossN)
-			if err != nil {
-				log.Fatalf("cross %d: %v", workers, err)
-			}
-			for _, p := range []float64{50, 99} {
-				fmt.Printf("| another queue adds, %d idle worker process(es), add → start p%.0f (N=%d) | %s | %.2f claim queries, %.2f queries in all | | | | | | | |\n",
-					workers, p, *crossN, ms(pct(res.latency, p)), res.claimQueriesPerJob, res.queriesPerJob)
-			}
+	if f.cross != "" {
+		b.crossRows(f.cross, f.crossN, f.burst)
+	}
+}
+
+// crossRows measures cross-process add → start with each worker count of spec, and the
+// burst onto the most workers.
+func (b bench) crossRows(spec string, n, burst int) {
+	most := 0
+	for _, w := range strings.Split(spec, ",") {
+		workers, err := strconv.Atoi(w)
+		if err != nil || workers < 1 {
+			log.Fatalf("-cross: want worker counts such as 1,8, got %q", spec)
 		}
-		if *burst > 0 {
-			res, err := measureBurst(ctx, *addr, most, *burst)
-			if err != nil {
-				log.Fatalf("burst: %v", err)
-			}
-			fmt.Printf("| burst of %d added onto %d idle worker processes, jobs/s started | %.0f | %.2f claim queries, %.2f queries in all | | | | | | | |\n",
-				*burst, most, res.jobsPerSec, res.claimQueriesPerJob, res.queriesPerJob)
+		most = max(most, workers)
+		res, err := measureCross(b.ctx, b.addr, workers, n)
+		if err != nil {
+			log.Fatalf("cross %d: %v", workers, err)
 		}
+		for _, p := range []float64{50, 99} {
+			fmt.Printf("| another queue adds, %d idle worker process(es), add → start p%.0f (N=%d) | %s | %.2f claim queries, %.2f queries in all | | | | | | | |\n",
+				workers, p, n, ms(pct(res.latency, p)), res.claimQueriesPerJob, res.queriesPerJob)
+		}
+	}
+	if burst > 0 {
+		res, err := measureBurst(b.ctx, b.addr, most, burst)
+		if err != nil {
+			log.Fatalf("burst: %v", err)
+		}
+		fmt.Printf("| burst of %d added onto %d idle worker processes, jobs/s started | %.0f | %.2f claim queries, %.2f queries in all | | | | | | | |\n",
+			burst, most, res.jobsPerSec, res.claimQueriesPerJob, res.queriesPerJob)
 	}
 }
 
@@ -398,20 +423,8 @@ func measureLatency(ctx context.Context, addr string, n int) ([]time.Duration, e
 	}); err != nil {
 		return nil, err
 	}
-	idle := q.Events(ctx, queue.EventIdle)
 	out := make([]time.Duration, 0, n)
-	for i := range n {
-		if i > 0 {
-			// Wait until the queue is idle again, the last job's outcome written: the idle
-			// event that follows the last start, not one left from before it.
-			select {
-			case <-idle:
-			case <-time.After(5 * time.Second):
-			}
-		}
-		for len(idle) > 0 {
-			<-idle
-		}
+	for range n {
 		t0 := time.Now()
 		if _, err := q.AddJob(ctx, q.CreateJob(nil)); err != nil {
 			return nil, err
@@ -419,12 +432,12 @@ func measureLatency(ctx context.Context, addr string, n int) ([]time.Duration, e
 		select {
 		case t1 := <-started:
 			out = append(out, t1.Sub(t0))
-			for len(idle) > 0 {
-				<-idle
-			}
 		case <-time.After(10 * time.Second):
 			return nil, fmt.Errorf("a job added to an idle queue did not start within 10 s")
 		}
+		// As the Node.js side does (bench.js): the next job 20 ms after this one started,
+		// by when its outcome is written and the queue idle again.
+		time.Sleep(20 * time.Millisecond)
 	}
 	return out, nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log"
 	"math/rand/v2"
-	"net"
 	"runtime"
 	"slices"
 	"strconv"
@@ -45,7 +44,7 @@ const scaleJobs = 5000
 
 func measureScale(ctx context.Context, addr string, n int, cpu cpuMeter) (scaleResult, error) {
 	res := scaleResult{n: n}
-	_, db, drop, err := scratch(addr)
+	s, db, drop, err := scratch(addr)
 	if err != nil {
 		return res, err
 	}
@@ -58,32 +57,9 @@ func measureScale(ctx context.Context, addr string, n int, cpu cpuMeter) (scaleR
 		return res, err
 	}
 	defer q.Stop(context.Background())
-	// What a Queue Master does on its first tally of the table, so that Summary reads it.
-	start := time.Now()
-	host, port := splitAddr(addr)
-	s, err := r.Connect(r.ConnectOpts{Address: net.JoinHostPort(host, strconv.Itoa(port))})
-	if err != nil {
+	if err := measureReads(ctx, s, addr, db, q, &res); err != nil {
 		return res, err
 	}
-	defer s.Close()
-	if err := master.AdvanceTally(ctx, master.Target{Session: s, DB: db, Table: queue.DefaultName, QueueID: "rjqbench"}); err != nil {
-		return res, fmt.Errorf("first tally: %w", err)
-	}
-	res.firstTally = time.Since(start)
-	var times []time.Duration
-	for range 5 {
-		start := time.Now()
-		if _, err := q.Summary(ctx); err != nil {
-			return res, err
-		}
-		times = append(times, time.Since(start))
-	}
-	slices.Sort(times)
-	res.summary = times[len(times)/2]
-	if res.dashboard, err = dashboardTimes(ctx, addr, db); err != nil {
-		return res, fmt.Errorf("dashboard: %w", err)
-	}
-
 	events := q.Events(ctx, queue.EventCompleted, queue.EventError)
 	if err := q.Process(func(context.Context, *job.Job) (any, error) { return nil, nil }); err != nil {
 		return res, err
@@ -117,15 +93,46 @@ func measureScale(ctx context.Context, addr string, n int, cpu cpuMeter) (scaleR
 	runtime.ReadMemStats(&ms)
 	res.heapMiB = float64(ms.HeapAlloc) / (1 << 20)
 
-	// A Queue Master on the same table that removes the jobs older than 7 days (about
-	// three quarters of those filled), while the worker processes another batch.
+	err = processDuringRetention(ctx, addr, db, q, events, &res)
+	return res, err
+}
+
+// measureReads makes the first tally of the table, as a Queue Master does so that
+// Summary reads it, and times it, Summary and the dashboard's calls.
+func measureReads(ctx context.Context, s *r.Session, addr, db string, q *queue.Queue, res *scaleResult) error {
+	start := time.Now()
+	if err := master.AdvanceTally(ctx, master.Target{Session: s, DB: db, Table: queue.DefaultName, QueueID: "rjqbench"}); err != nil {
+		return fmt.Errorf("first tally: %w", err)
+	}
+	res.firstTally = time.Since(start)
+	var times []time.Duration
+	for range 5 {
+		start := time.Now()
+		if _, err := q.Summary(ctx); err != nil {
+			return err
+		}
+		times = append(times, time.Since(start))
+	}
+	slices.Sort(times)
+	res.summary = times[len(times)/2]
+	var err error
+	if res.dashboard, err = dashboardTimes(ctx, addr, db); err != nil {
+		return fmt.Errorf("dashboard: %w", err)
+	}
+	return nil
+}
+
+// processDuringRetention starts a Queue Master on the same table that removes the jobs
+// older than 7 days (about three quarters of those filled), measures the worker q
+// processing another batch meanwhile, and waits for the removal to end.
+func processDuringRetention(ctx context.Context, addr, db string, q *queue.Queue, events <-chan queue.Event, res *scaleResult) error {
 	master, err := newMaster(ctx, addr, db, 7*24*time.Hour)
 	if err != nil {
-		return res, err
+		return err
 	}
 	defer master.Stop(context.Background())
 	removed := make(chan error, 1)
-	start = time.Now()
+	start := time.Now()
 	go func() {
 		rv, err := master.Review(ctx)
 		res.removed = rv.Removed
@@ -133,12 +140,12 @@ func measureScale(ctx context.Context, addr string, n int, cpu cpuMeter) (scaleR
 		removed <- err
 	}()
 	if res.duringRemove, err = processBatch(ctx, q, events, scaleJobs); err != nil {
-		return res, err
+		return err
 	}
 	if err := <-removed; err != nil {
-		return res, fmt.Errorf("retention review: %w", err)
+		return fmt.Errorf("retention review: %w", err)
 	}
-	return res, nil
+	return nil
 }
 
 // newMaster opens a queue on db that reviews only when asked, removing finished jobs

@@ -85,43 +85,17 @@ func run(ctx context.Context, cxn *queue.ConnectOptions, out io.Writer, jobs int
 		}
 	}
 
-	// The doomed worker dies on its first job: Stop with a context that has already ended
-	// cuts the handler off and writes nothing, as a crash would.
+	// The doomed worker dies on its first job. It stops itself.
 	doomed, err := open(&queue.Options{MasterInterval: -1})
 	if err != nil {
 		return err
 	}
-	stops = stops[:len(stops)-1] // it stops itself
-	died := make(chan string, 1)
-	err = doomed.Process(func(ctx context.Context, j *job.Job) (any, error) {
-		select {
-		case died <- j.ID:
-		default:
-		}
-		<-ctx.Done()
-		return nil, context.Cause(ctx)
-	})
+	stops = stops[:len(stops)-1]
+	victim, err := crashOnFirstJob(ctx, doomed, master, jobs)
 	if err != nil {
 		return err
 	}
-	batch := make([]*job.Job, jobs)
-	for i := range batch {
-		batch[i] = master.CreateJob(i + 1).SetTimeout(jobTimeout).SetRetryDelay(0)
-	}
-	if _, err := master.AddJob(ctx, batch...); err != nil {
-		return err
-	}
-	var victim string
-	select {
-	case victim = <-died:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 	say("worker 0 died while running job %s", victim)
-	crash, cancel := context.WithCancel(ctx)
-	cancel()
-	_ = doomed.Stop(crash)
-
 	for i, w := range workers {
 		name := fmt.Sprintf("worker %d", i+1)
 		err = w.Process(func(ctx context.Context, j *job.Job) (any, error) {
@@ -134,7 +108,51 @@ func run(ctx context.Context, cxn *queue.ConnectOptions, out io.Writer, jobs int
 			return err
 		}
 	}
+	if err := awaitAll(ctx, events, jobs, victim, say); err != nil {
+		return err
+	}
+	say("all %d jobs completed", jobs)
+	return nil
+}
 
+// crashOnFirstJob makes doomed process, adds jobs jobs through master and, once doomed
+// runs its first job, stops it as a crash would: Stop with a context that has already
+// ended cuts the handler off and writes nothing. It returns the job that was running.
+func crashOnFirstJob(ctx context.Context, doomed, master *queue.Queue, jobs int) (string, error) {
+	died := make(chan string, 1)
+	err := doomed.Process(func(ctx context.Context, j *job.Job) (any, error) {
+		select {
+		case died <- j.ID:
+		default:
+		}
+		<-ctx.Done()
+		return nil, context.Cause(ctx)
+	})
+	if err != nil {
+		return "", err
+	}
+	batch := make([]*job.Job, jobs)
+	for i := range batch {
+		batch[i] = master.CreateJob(i + 1).SetTimeout(jobTimeout).SetRetryDelay(0)
+	}
+	if _, err := master.AddJob(ctx, batch...); err != nil {
+		return "", err
+	}
+	var victim string
+	select {
+	case victim = <-died:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	crash, cancel := context.WithCancel(ctx)
+	cancel()
+	_ = doomed.Stop(crash)
+	return victim, nil
+}
+
+// awaitAll reads the master's events until jobs jobs have completed, and tells of the
+// review that recovered the victim's job and of its completion.
+func awaitAll(ctx context.Context, events <-chan queue.Event, jobs int, victim string, say func(string, ...any)) error {
 	for done := 0; done < jobs; {
 		select {
 		case e := <-events:
@@ -151,6 +169,5 @@ func run(ctx context.Context, cxn *queue.ConnectOptions, out io.Writer, jobs int
 			return ctx.Err()
 		}
 	}
-	say("all %d jobs completed", jobs)
 	return nil
 }
