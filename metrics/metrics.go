@@ -30,7 +30,7 @@ import (
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
-	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
@@ -218,9 +218,6 @@ func writeState(ctx context.Context, b *strings.Builder, watched []watch) {
 
 func table(q *queue.Queue) r.Term { return r.DB(q.DB()).Table(q.Name()) }
 
-// priorities are the priorities both libraries store, highest first.
-var priorities = []job.Priority{job.Highest, job.High, job.Medium, job.Normal, job.Low, job.Lowest}
-
 // OldestWaiting returns how long the oldest due job of a queue's table has waited since
 // its dateEnable, as of now: among waiting jobs, and failed jobs whose retry is due, the
 // ones a worker would claim; 0 when there is none. It reads at most one entry per
@@ -230,30 +227,7 @@ var priorities = []job.Priority{job.Highest, job.High, job.Medium, job.Normal, j
 // original's index rather than this library's claim index so that it works on tables
 // only the Node.js library has written.
 func OldestWaiting(ctx context.Context, s r.QueryExecutor, table r.Term, now time.Time) (time.Duration, error) {
-	var oldest r.Term
-	for i, p := range priorities {
-		first := table.Between([]any{int(p), r.MinVal, r.MinVal}, []any{int(p), now, r.MaxVal},
-			r.BetweenOpts{Index: dbinit.IndexInactivePriorityDateCreated}).
-			OrderBy(r.OrderByOpts{Index: dbinit.IndexInactivePriorityDateCreated}).Limit(1)
-		if i == 0 {
-			oldest = first
-		} else {
-			oldest = oldest.Union(first)
-		}
-	}
-	cur, err := oldest.Field("dateEnable").Run(s, r.RunOpts{Context: ctx})
-	if err != nil {
-		return 0, err
-	}
-	var enables []time.Time
-	if err := cur.All(&enables); err != nil {
-		return 0, err
-	}
-	var age time.Duration
-	for _, e := range enables {
-		age = max(age, now.Sub(e))
-	}
-	return age, nil
+	return rdb.OldestWaiting(ctx, s, table, now)
 }
 
 // GloballyPaused reports whether the State Document of a queue's table says that every

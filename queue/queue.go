@@ -59,7 +59,7 @@ type Queue struct {
 	// removed remembers the jobs this queue deleted lately (see noteRemovals).
 	removed map[string]time.Time
 	// exactBelow is the table size below which Summary counts every job (see
-	// Summary): exactBelowJobs, but for tests.
+	// Summary): rdb.ExactBelowJobs, but for tests.
 	exactBelow int
 }
 
@@ -91,7 +91,7 @@ func New(ctx context.Context, cxn *ConnectOptions, opts *Options) (*Queue, error
 		concurrency: cfg.concurrency,
 		jobOptions:  cfg.jobOptions,
 		removed:     make(map[string]time.Time),
-		exactBelow:  exactBelowJobs,
+		exactBelow:  rdb.ExactBelowJobs,
 	}
 	q.db = &rdb.Table{Session: session, DB: cfg.db, Name: cfg.name, RunOpts: cfg.runOpts,
 		QueueID: q.id, LimitJobLogs: cfg.limitJobLogs}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -41,10 +42,6 @@ func (s Summary) String() string {
 	return out + "}"
 }
 
-// exactBelowJobs is the size of table, by the server's own estimate, below which Summary
-// counts every job: a count costs the server about 6.5 µs per job, 65 ms here.
-const exactBelowJobs = 10000
-
 // Summary counts the queue's jobs by status, cheaply at any table size:
 //
 //   - waiting, active and failed jobs are counted exactly, through the status index: they
@@ -73,41 +70,24 @@ func (q *Queue) Summary(ctx context.Context) (Summary, error) {
 }
 
 func (q *Queue) summary(ctx context.Context) (Summary, error) {
-	tally, err := q.db.ReadTally(ctx)
+	c, err := q.db.Counts(ctx, q.exactBelow)
 	if err != nil {
 		return Summary{}, err
 	}
-	if !tally.Found {
-		return q.exactSummary(ctx)
-	}
-	if size, err := q.db.EstimatedSize(ctx); err != nil || size < q.exactBelow {
-		return q.exactSummary(ctx)
-	}
-	live, err := q.db.LiveCounts(ctx)
-	if err != nil {
-		return Summary{}, err
-	}
-	s := Summary{
-		Waiting: live[job.Waiting], Active: live[job.Active], Failed: live[job.Failed],
-		Completed: tally.Completed, Cancelled: tally.Cancelled, Terminated: tally.Terminated,
-		FinishedAsOf: tally.AsOf,
-	}
-	s.Total = s.Waiting + s.Active + s.Failed + s.Completed + s.Cancelled + s.Terminated
-	return s, nil
+	return summaryOf(c), nil
 }
 
-// exactSummary counts every job, with one grouped count on the status index.
-func (q *Queue) exactSummary(ctx context.Context) (Summary, error) {
-	counts, err := q.db.CountByStatus(ctx)
-	if err != nil {
-		return Summary{}, err
-	}
+// summaryOf is the Summary of counts: a status of another name (written by hand) counts
+// in Total only.
+func summaryOf(c rdb.Counts) Summary {
+	n := c.ByStatus
 	s := Summary{
-		Waiting: counts[job.Waiting], Active: counts[job.Active], Completed: counts[job.Completed],
-		Cancelled: counts[job.Cancelled], Failed: counts[job.Failed], Terminated: counts[job.Terminated],
+		Waiting: n[job.Waiting], Active: n[job.Active], Completed: n[job.Completed],
+		Cancelled: n[job.Cancelled], Failed: n[job.Failed], Terminated: n[job.Terminated],
+		FinishedAsOf: c.FinishedAsOf,
 	}
-	for _, n := range counts {
-		s.Total += n
+	for _, k := range n {
+		s.Total += k
 	}
-	return s, nil
+	return s
 }

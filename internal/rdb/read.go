@@ -2,6 +2,7 @@ package rdb
 
 import (
 	"context"
+	"time"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
@@ -80,4 +81,37 @@ func (t *Table) State(ctx context.Context) (string, error) {
 	}
 	err := t.ReadOne(ctx, t.Term().Get(job.StateDocumentID).Default(map[string]any{}), &state)
 	return state.State, err
+}
+
+// OldestWaiting is how long the oldest due job of table (waiting, or failed and due for
+// its retry) has waited since its dateEnable, as of now; 0 when there is none. It reads
+// at most one entry per priority of IndexInactivePriorityDateCreated, which orders each
+// priority's jobs by dateEnable, so that it also works on tables only the Node.js
+// library has written: a few index reads, never a scan. (Jobs of a priority other than
+// the six named ones are not seen.)
+func OldestWaiting(ctx context.Context, s r.QueryExecutor, table r.Term, now time.Time) (time.Duration, error) {
+	var oldest r.Term
+	for i, p := range priorities {
+		first := table.Between([]any{int(p), r.MinVal, r.MinVal}, []any{int(p), now, r.MaxVal},
+			r.BetweenOpts{Index: IndexInactivePriorityDateCreated}).
+			OrderBy(r.OrderByOpts{Index: IndexInactivePriorityDateCreated}).Limit(1)
+		if i == 0 {
+			oldest = first
+		} else {
+			oldest = oldest.Union(first)
+		}
+	}
+	cur, err := oldest.Field("dateEnable").Run(s, r.RunOpts{Context: ctx})
+	if err != nil {
+		return 0, err
+	}
+	var enables []time.Time
+	if err := cur.All(&enables); err != nil {
+		return 0, err
+	}
+	var age time.Duration
+	for _, e := range enables {
+		age = max(age, now.Sub(e))
+	}
+	return age, nil
 }
