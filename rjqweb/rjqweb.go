@@ -1,8 +1,11 @@
 // Package rjqweb is the rjq dashboard as an http.Handler, to mount in a server of your
-// own: the counts of a queue by status, a chart of finished runs per minute over the last
-// hour, the job list with filters and paging, each job's page with its progress and log,
-// all kept current over server-sent events, and Prometheus metrics at "metrics". The
-// command `rjq web` serves the same handler on a port of its own.
+// own: an overview of every queue of the database (counts, pause, the oldest waiting
+// job's age, live Go workers), the counts of a queue by status, a chart of finished runs
+// per minute over the last hour, the job list with filters and paging, each job's page
+// with its progress and log, all kept current over server-sent events, and Prometheus
+// metrics at "metrics". With Options.Open, the overview links to every queue's own
+// dashboard, under "q/<name>/". The command `rjq web` serves the same handler on a port
+// of its own.
 //
 //	h, err := rjqweb.New(rjqweb.Options{
 //		Queue: q, Session: session, Prefix: "/jobs/",
@@ -96,6 +99,13 @@ type Options struct {
 	// Logger receives the errors of the run metrics' changefeed (it retries every
 	// second). Nil: they are discarded.
 	Logger *slog.Logger
+	// Open, when set, opens another queue of the database by name, for the overview of
+	// every queue (api/queues) to link to: that queue's dashboard is served under
+	// "q/<name>/", made on its first visit with these options, and kept. Open is called
+	// only for a table that is a queue already (it is never asked to create one), and the
+	// dashboard never stops what it returns: stop those queues when you are done (rjq web
+	// does at exit). Nil: the overview lists every queue, but links to this one only.
+	Open func(ctx context.Context, name string) (*queue.Queue, error)
 }
 
 // dashboard serves the web page, its JSON API, server-sent events and the metrics.
@@ -115,6 +125,9 @@ type dashboard struct {
 	throughput throughput
 	// done is closed once the background goroutines have returned (the queue stopped).
 	done chan struct{}
+	// others serves the dashboards of the other queues of the database (overview.go): set
+	// on the root dashboard only. nav links the overview's queues, on every dashboard.
+	others, nav *others
 }
 
 // New returns the dashboard of opts.Queue. It reads the finished runs of the last hour
@@ -128,6 +141,17 @@ func New(opts Options) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	d, err := newDashboard(opts, prefix)
+	if err != nil {
+		return nil, err
+	}
+	d.others = &others{root: prefix, rootQueue: opts.Queue.Name(), opts: opts, byName: map[string]*dashboard{}}
+	d.nav = d.others
+	return d, nil
+}
+
+// newDashboard makes the dashboard of opts.Queue under prefix.
+func newDashboard(opts Options, prefix string) (*dashboard, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -189,6 +213,9 @@ func (d *dashboard) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
+	if d.others != nil && d.others.serve(w, req) {
+		return
+	}
 	if p+"/" == d.prefix {
 		// Relative, so that it holds behind a proxy that mounts the server elsewhere.
 		target := path.Base(p) + "/"
@@ -207,6 +234,7 @@ func (d *dashboard) mux() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", d.page)
 	mux.HandleFunc("GET /api/summary", d.summary)
+	mux.HandleFunc("GET /api/queues", d.queues)
 	mux.HandleFunc("GET /api/jobs", d.jobs)
 	mux.HandleFunc("GET /api/jobs/{id}", d.job)
 	mux.Handle("POST /api/jobs/{id}/{action}", d.writable(d.act))

@@ -14,7 +14,6 @@ import (
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
-	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/listing"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
@@ -236,6 +235,9 @@ func progressText(e queue.Event) string {
 	return ""
 }
 
+// cmdQueues lists every queue of the database with its counts (the finished ones from
+// the tally on big tables, marked ≈), the oldest waiting job's age, pause and live Go
+// workers: a few index reads per queue (listing.Queues).
 func cmdQueues(ctx context.Context, c config, args []string, out io.Writer) error {
 	if len(args) > 0 {
 		return usagef("queues takes no arguments")
@@ -252,18 +254,36 @@ func cmdQueues(ctx context.Context, c config, args []string, out io.Writer) erro
 	if !slices.Contains(dbs, c.db) {
 		return usagef("no database %q at %s (see --db)", c.db, c.addr)
 	}
-	names := []string{} // none is [] in --json, not null
-	err = readAll(ctx, s, r.DB(c.db).TableList().Filter(func(t r.Term) r.Term {
-		return r.DB(c.db).Table(t).IndexList().Contains(dbinit.IndexInactivePriorityDateCreated)
-	}), &names)
+	queues, err := listing.Queues(ctx, s, c.db, time.Now())
 	if err != nil {
 		return err
 	}
 	if c.json {
-		return json.NewEncoder(out).Encode(names)
+		if queues == nil {
+			queues = []listing.Queue{} // none is [], not null
+		}
+		return json.NewEncoder(out).Encode(queues)
 	}
-	for _, n := range names {
-		fmt.Fprintln(out, n)
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "QUEUE\tWAITING\tACTIVE\tFAILED\tCOMPLETED\tCANCELLED\tTERMINATED\tOLDEST WAITING\tPAUSED\tGO WORKERS")
+	for _, q := range queues {
+		if q.Error != "" {
+			fmt.Fprintf(w, "%s\tcannot be read: %s\n", q.Name, q.Error)
+			continue
+		}
+		n := func(st job.Status) string {
+			v := fmt.Sprint(q.Counts[st])
+			if !q.FinishedAsOf.IsZero() && st.Finished() {
+				v = "≈" + v
+			}
+			return v
+		}
+		paused := ""
+		if q.Paused {
+			paused = "paused"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", q.Name, n(job.Waiting), n(job.Active), n(job.Failed),
+			n(job.Completed), n(job.Cancelled), n(job.Terminated), (time.Duration(q.OldestWaitingSeconds) * time.Second).String(), paused, q.Workers)
 	}
-	return nil
+	return w.Flush()
 }

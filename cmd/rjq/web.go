@@ -13,8 +13,10 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/rjqgo/rethinkdb-job-queue/queue"
 	"github.com/rjqgo/rethinkdb-job-queue/rjqweb"
 )
 
@@ -56,8 +58,10 @@ func cmdWeb(ctx context.Context, c config, args []string, out io.Writer) error {
 		return err
 	}
 	defer s.Close()
+	open, stopOpened := c.opener()
+	defer stopOpened()
 	h, err := rjqweb.New(rjqweb.Options{Queue: q, Session: s, Prefix: mount, Actions: *actions, Auth: auth,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)), Open: open})
 	if err != nil {
 		return err
 	}
@@ -87,6 +91,32 @@ func cmdWeb(ctx context.Context, c config, args []string, out io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+// opener is the dashboard's Options.Open: it opens another queue of the database as rjq
+// web opens its own, for the overview to link to, and stop stops every queue it opened.
+func (c config) opener() (open func(context.Context, string) (*queue.Queue, error), stop func()) {
+	var mu sync.Mutex
+	var dones []func()
+	open = func(ctx context.Context, name string) (*queue.Queue, error) {
+		other := c
+		other.queue = name
+		q, done, err := other.openWatching(ctx)
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		dones = append(dones, done)
+		mu.Unlock()
+		return q, nil
+	}
+	return open, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, done := range dones {
+			done()
+		}
+	}
 }
 
 // webAuth is the dashboard's Auth from --token and --basic-auth: either or both (a

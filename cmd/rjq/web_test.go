@@ -314,6 +314,35 @@ func TestDashboardInABrowser(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "same page", marker, "everything above happened without a reload")
 
+	t.Run("the overview lists every queue and links to each one's dashboard", func(t *testing.T) {
+		reports, err := queue.New(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: db},
+			&queue.Options{Name: "reports", DatabaseInitDelay: -1, MasterInterval: -1, NoChangeFeed: true})
+		require.NoError(t, err)
+		defer func() { _ = reports.Stop(context.Background()) }()
+		_, err = reports.AddJob(ctx, reports.CreateJob(1).SetName("quarterly"), reports.CreateJob(2).SetName("quarterly"))
+		require.NoError(t, err)
+		row := `#queues tr[data-queue="reports"]`
+		_, err = chromedp.Run(bctx, chromedp.Evaluate[string](`location.hash = ""`))
+		require.NoError(t, err)
+		poll[bool](t, bctx, 20*time.Second, "the new queue in the overview, with its 2 waiting jobs",
+			fmt.Sprintf(`document.querySelector(%q)?.children[1]?.textContent === "2"`, row))
+		screenshot(t, bctx, "rjq-web-overview.png")
+		within(t, bctx, 20*time.Second, "the other queue's dashboard",
+			chromedp.Click(chromedp.CSS(row+" a")),
+			chromedp.WaitVisible(chromedp.CSS("#count-waiting")),
+		)
+		poll[bool](t, bctx, 20*time.Second, "its own counts", `document.getElementById("queue").textContent === "reports" &&
+			document.getElementById("count-waiting").textContent.includes("2")`)
+		loc, err := chromedp.Run(bctx, chromedp.Evaluate[string](`location.pathname`))
+		require.NoError(t, err)
+		assert.True(t, strings.HasSuffix(loc, "/ops/queue/q/reports/"), "under the mount's prefix: %s", loc)
+		within(t, bctx, 20*time.Second, "back to the first queue",
+			chromedp.Click(chromedp.CSS(`#queues tr[data-queue="`+name+`"] a`)),
+			chromedp.WaitVisible(chromedp.CSS("#count-waiting")),
+		)
+		poll[bool](t, bctx, 20*time.Second, "the first queue again", fmt.Sprintf(`document.getElementById("queue").textContent === %q`, name))
+	})
+
 	t.Run("a restarted dashboard's chart reads the last hour from the table", func(t *testing.T) {
 		again := startWeb(t, bin, base)
 		resp, err := http.Get(again + "api/throughput")
