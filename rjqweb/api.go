@@ -67,6 +67,20 @@ func (d *dashboard) jobs(w http.ResponseWriter, req *http.Request) {
 	if n, err := strconv.Atoi(query.Get("limit")); err == nil && n > 0 && n <= 500 {
 		limit = n
 	}
+	if status != "" && query.Get("after") == "" {
+		// One status: in its time order through its index, both ways (listing.Chrono).
+		// The cursors of the pages on each side travel in headers, so that the body stays
+		// the list it always was.
+		p, err := listing.Chrono(req.Context(), d.s, d.table(), status, query.Get("name"), query.Get("cursor"), query.Get("dir") == "newer", limit)
+		if err != nil {
+			httpError(w, err)
+			return
+		}
+		w.Header().Set("X-Rjq-Older", p.Older)
+		w.Header().Set("X-Rjq-Newer", p.Newer)
+		writeJSON(w, nonNil(p.Jobs))
+		return
+	}
 	jobs, err := listing.Page(req.Context(), d.s, d.table(), status, query.Get("name"), query.Get("after"), limit)
 	if err != nil {
 		httpError(w, err)
@@ -74,6 +88,14 @@ func (d *dashboard) jobs(w http.ResponseWriter, req *http.Request) {
 	}
 	sort.SliceStable(jobs, func(i, k int) bool { return jobs[i].DateCreated.After(jobs[k].DateCreated) })
 	writeJSON(w, jobs)
+}
+
+// nonNil is jobs, or an empty list for none, which encodes as [] rather than null.
+func nonNil(jobs []listing.Job) []listing.Job {
+	if jobs == nil {
+		return []listing.Job{}
+	}
+	return jobs
 }
 
 // jobID is the request's job id, checked.

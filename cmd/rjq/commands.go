@@ -62,10 +62,12 @@ func cmdSummary(ctx context.Context, c config, args []string, out io.Writer) err
 func cmdList(ctx context.Context, c config, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("list", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	status := fs.String("status", "", "only jobs of this status")
+	status := fs.String("status", "", "only jobs of this status, in its time order")
 	name := fs.String("name", "", "only jobs of this name")
 	limit := fs.Int("limit", 50, "jobs per page")
-	after := fs.String("after", "", "the page after this job id")
+	after := fs.String("after", "", "the page after this job id, in id order")
+	from := fs.String("cursor", "", "with --status: the page after this cursor (printed with each page)")
+	newer := fs.Bool("newer", false, "with --cursor: the page before it instead")
 	if err := fs.Parse(args); err != nil {
 		return usagef("list: %v", err)
 	}
@@ -75,6 +77,9 @@ func cmdList(ctx context.Context, c config, args []string, out io.Writer) error 
 	if *limit < 1 || *limit > 10000 {
 		return usagef("list: --limit must be within 1..10000")
 	}
+	if (*from != "" || *newer) && (*status == "" || *after != "") {
+		return usagef("list: --cursor and --newer page one --status in time order; --after pages in id order")
+	}
 	s, err := c.session(ctx)
 	if err != nil {
 		return err
@@ -83,20 +88,46 @@ func cmdList(ctx context.Context, c config, args []string, out io.Writer) error 
 	if err := c.checkQueue(ctx, s); err != nil {
 		return err
 	}
-	jobs, err := listing.Page(ctx, s, r.DB(c.db).Table(c.queue), *status, *name, *after, *limit)
+	table := r.DB(c.db).Table(c.queue)
+	var p listing.ChronoPage
+	if *status != "" && *after == "" {
+		// One status: in its time order, through its index.
+		if p, err = listing.Chrono(ctx, s, table, *status, *name, *from, *newer, *limit); errors.Is(err, job.ErrInvalid) {
+			return usagef("list: %v", err)
+		}
+	} else {
+		p.Jobs, err = listing.Page(ctx, s, table, *status, *name, *after, *limit)
+		if len(p.Jobs) == *limit {
+			p.Older = "--after " + p.Jobs[len(p.Jobs)-1].ID
+		}
+	}
 	if err != nil {
 		return err
 	}
-	if c.json {
-		return json.NewEncoder(out).Encode(jobs)
+	return printList(out, c.json, *status, p)
+}
+
+// printList prints a page of jobs, and how to ask for the pages around it.
+func printList(out io.Writer, asJSON bool, status string, p listing.ChronoPage) error {
+	if asJSON {
+		if p.Jobs == nil {
+			p.Jobs = []listing.Job{}
+		}
+		return json.NewEncoder(out).Encode(p.Jobs)
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ID\tNAME\tSTATUS\tPRIORITY\tPROGRESS\tCREATED")
-	for _, j := range jobs {
+	for _, j := range p.Jobs {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%.0f%%\t%s\n", j.ID, j.Name, j.Status, job.Priority(j.Priority), j.Progress, j.DateCreated.Format(time.RFC3339))
 	}
-	if len(jobs) == *limit {
-		fmt.Fprintf(w, "more: rjq list --after %s\n", jobs[len(jobs)-1].ID)
+	switch {
+	case strings.HasPrefix(p.Older, "--after "):
+		fmt.Fprintf(w, "more: rjq list %s\n", p.Older)
+	case p.Older != "":
+		fmt.Fprintf(w, "more: rjq list --status %s --cursor %s\n", status, p.Older)
+	}
+	if p.Newer != "" {
+		fmt.Fprintf(w, "before: rjq list --status %s --cursor %s --newer\n", status, p.Newer)
 	}
 	return w.Flush()
 }

@@ -343,6 +343,35 @@ func TestDashboardInABrowser(t *testing.T) {
 		poll[bool](t, bctx, 20*time.Second, "the first queue again", fmt.Sprintf(`document.getElementById("queue").textContent === %q`, name))
 	})
 
+	t.Run("the completed jobs page back and forth in time order", func(t *testing.T) {
+		resp, err := http.Get(url + "api/jobs?status=completed&limit=100")
+		require.NoError(t, err)
+		var all []struct{ ID string }
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&all))
+		resp.Body.Close()
+		require.GreaterOrEqual(t, len(all), 4, "enough completed jobs for two pages of two")
+		rows := `Array.from(document.querySelectorAll("#jobs tr")).map(r => r.dataset.id).join(",")`
+		page := func(from int) string { return all[from].ID + "," + all[from+1].ID }
+		within(t, bctx, 20*time.Second, "pages of two",
+			chromedp.Navigate(url+"?limit=2"),
+			chromedp.WaitVisible(chromedp.CSS("#count-waiting")),
+		)
+		_, err = chromedp.Run(bctx, chromedp.Evaluate[bool](`(() => {
+			const s = document.getElementById("status");
+			s.value = "completed";
+			return s.dispatchEvent(new Event("change"));
+		})()`))
+		require.NoError(t, err)
+		poll[bool](t, bctx, 20*time.Second, "the newest two", fmt.Sprintf(`%s === %q`, rows, page(0)))
+		within(t, bctx, 20*time.Second, "next page", chromedp.Click(chromedp.CSS("#more")))
+		poll[bool](t, bctx, 20*time.Second, "the next two", fmt.Sprintf(`%s === %q`, rows, page(2)))
+		within(t, bctx, 20*time.Second, "previous page", chromedp.Click(chromedp.CSS("#newer")))
+		poll[bool](t, bctx, 20*time.Second, "the newest two again", fmt.Sprintf(`%s === %q`, rows, page(0)))
+		disabled, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`document.getElementById("newer").disabled`))
+		require.NoError(t, err)
+		assert.True(t, disabled, "nothing before the first page")
+	})
+
 	t.Run("a restarted dashboard's chart reads the last hour from the table", func(t *testing.T) {
 		again := startWeb(t, bin, base)
 		resp, err := http.Get(again + "api/throughput")

@@ -1,0 +1,180 @@
+package listing
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+func TestMain(m *testing.M) { testserver.Main(m) }
+
+// stored is a job as the test wrote it, with what orders it.
+type stored struct {
+	id       string
+	status   job.Status
+	priority int
+	at       time.Time // dateFinished, or dateEnable
+	created  time.Time
+}
+
+// ids are the ids of a page's jobs.
+func ids(p ChronoPage) []string {
+	var out []string
+	for _, j := range p.Jobs {
+		out = append(out, j.ID)
+	}
+	return out
+}
+
+// pageThrough reads every page of status, limit jobs a page, from the start to the end
+// through the Older cursors, checking that each page's Newer cursor leads back to the
+// page before it; then from the last page back to the start through the Newer cursors.
+// It returns the ids of both walks in list order.
+func pageThrough(t *testing.T, ctx context.Context, s *r.Session, table r.Term, status string, limit int) (forward, backward []string) {
+	t.Helper()
+	var pages []ChronoPage
+	for cur := ""; ; {
+		p, err := Chrono(ctx, s, table, status, "", cur, false, limit)
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(p.Jobs), limit)
+		if cur == "" {
+			assert.Empty(t, p.Newer, "the first page has nothing before it")
+		} else {
+			require.NotEmpty(t, p.Newer, "a later page has a page before it")
+			back, err := Chrono(ctx, s, table, status, "", p.Newer, true, limit)
+			require.NoError(t, err)
+			assert.Equal(t, ids(pages[len(pages)-1]), ids(back), "the page before this one")
+		}
+		pages = append(pages, p)
+		forward = append(forward, ids(p)...)
+		if p.Older == "" {
+			break
+		}
+		require.Less(t, len(pages), 200, "the walk does not end")
+		cur = p.Older
+	}
+	last := pages[len(pages)-1]
+	backward = ids(last)
+	for cur := last.Newer; cur != ""; {
+		p, err := Chrono(ctx, s, table, status, "", cur, true, limit)
+		require.NoError(t, err)
+		backward = append(ids(p), backward...)
+		require.Less(t, len(backward), 1000, "the walk back does not end")
+		cur = p.Newer
+	}
+	return forward, backward
+}
+
+func TestChronoPagesEveryJobOnceInTimeOrderBothWays(t *testing.T) {
+	t.Run("distinct keys", func(t *testing.T) { testChrono(t, false) })
+	t.Run("keys shared by several jobs, and one of the wrong type", func(t *testing.T) {
+		testChrono(t, true)
+	})
+}
+
+// testChrono fills a table with finished and waiting jobs and pages through them. With
+// ties, most finished jobs share their dateFinished with others (a worker finishes a batch
+// at one time), waiting ones their keys, and one document has a dateFinished that is not
+// a time.
+func testChrono(t *testing.T, ties bool) {
+	s := testserver.Session(t)
+	db := testserver.DB(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	name := "chrono"
+	if ties {
+		name = "chrono_ties"
+	}
+	require.NoError(t, dbinit.Assert(ctx, dbinit.Target{Session: s, DB: db, Table: name}))
+	table := r.DB(db).Table(name)
+
+	base := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	spread := func(i, n int, unit time.Duration) time.Time {
+		if ties {
+			return base.Add(time.Duration(i%n) * unit)
+		}
+		return base.Add(time.Duration(i) * unit)
+	}
+	var jobs []stored
+	docs := []any{}
+	for i := range 23 {
+		st := stored{id: fmt.Sprintf("%08x-0000-4000-8000-%012d", i*7919%1000, i), status: job.Completed,
+			at: spread(i, 4, time.Minute), created: base}
+		if i%5 == 0 {
+			st.status = job.Cancelled
+		}
+		jobs = append(jobs, st)
+		docs = append(docs, map[string]any{"id": st.id, "status": string(st.status), "dateFinished": st.at, "dateCreated": st.created,
+			"priority": 40, "dateEnable": base, "name": "n", "progress": 100})
+	}
+	for i := range 17 {
+		st := stored{id: fmt.Sprintf("w%07x-0000-4000-8000-%012d", i*104729%100000, i), status: job.Waiting,
+			priority: []int{10, 40, 40, 60}[i%4], at: spread(i, 3, time.Second), created: spread(i, 2, time.Millisecond)}
+		jobs = append(jobs, st)
+		docs = append(docs, map[string]any{"id": st.id, "status": "waiting", "priority": st.priority, "dateEnable": st.at, "dateCreated": st.created, "name": "n"})
+	}
+	if ties {
+		docs = append(docs, map[string]any{"id": "garbage", "status": "completed", "dateFinished": "yesterday", "dateCreated": base, "priority": 40, "dateEnable": base})
+	}
+	_, err := table.Insert(docs).RunWrite(s)
+	require.NoError(t, err)
+
+	t.Run("completed: newest finished first, ties by id", func(t *testing.T) {
+		var want []string
+		if ties {
+			want = append(want, "garbage") // a string sorts after every time: first, newest first
+		}
+		var done []stored
+		for _, j := range jobs {
+			if j.status == job.Completed {
+				done = append(done, j)
+			}
+		}
+		slices.SortFunc(done, func(a, b stored) int { return cmp.Or(b.at.Compare(a.at), cmp.Compare(b.id, a.id)) })
+		for _, j := range done {
+			want = append(want, j.id)
+		}
+		for _, limit := range []int{1, 4, 7, 100} {
+			forward, backward := pageThrough(t, ctx, s, table, "completed", limit)
+			assert.Equal(t, want, forward, "limit %d, forward", limit)
+			assert.Equal(t, want, backward, "limit %d, backward", limit)
+		}
+	})
+	t.Run("waiting: the order workers take them", func(t *testing.T) {
+		var want []string
+		var waiting []stored
+		for _, j := range jobs {
+			if j.status == job.Waiting {
+				waiting = append(waiting, j)
+			}
+		}
+		slices.SortFunc(waiting, func(a, b stored) int {
+			return cmp.Or(cmp.Compare(a.priority, b.priority), a.at.Compare(b.at), a.created.Compare(b.created), cmp.Compare(a.id, b.id))
+		})
+		for _, j := range waiting {
+			want = append(want, j.id)
+		}
+		for _, limit := range []int{1, 3, 100} {
+			forward, backward := pageThrough(t, ctx, s, table, "waiting", limit)
+			assert.Equal(t, want, forward, "limit %d, forward", limit)
+			assert.Equal(t, want, backward, "limit %d, backward", limit)
+		}
+	})
+	t.Run("bad cursors and statuses without an order", func(t *testing.T) {
+		_, err := Chrono(ctx, s, table, "completed", "", "not a cursor", false, 5)
+		assert.ErrorIs(t, err, job.ErrInvalid)
+		_, err = Chrono(ctx, s, table, "", "", "", false, 5)
+		assert.ErrorIs(t, err, job.ErrInvalid)
+	})
+}
