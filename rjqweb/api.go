@@ -67,17 +67,25 @@ func (d *dashboard) jobs(w http.ResponseWriter, req *http.Request) {
 	if n, err := strconv.Atoi(query.Get("limit")); err == nil && n > 0 && n <= 500 {
 		limit = n
 	}
+	if status == "" && (query.Get("field") != "" || query.Get("text") != "") {
+		httpError(w, badRequest("a search (field, text) lists one status: give status too"))
+		return
+	}
 	if status != "" && query.Get("after") == "" {
 		// One status: in its time order through its index, both ways (listing.Chrono).
 		// The cursors of the pages on each side travel in headers, so that the body stays
 		// the list it always was.
-		p, err := listing.Chrono(req.Context(), d.s, d.table(), status, query.Get("name"), query.Get("cursor"), query.Get("dir") == "newer", limit)
+		p, err := listing.Chrono(req.Context(), d.s, d.table(), listing.Query{
+			Status: status, Name: query.Get("name"), From: query.Get("cursor"), Newer: query.Get("dir") == "newer", Limit: limit,
+			Field: query.Get("field"), Value: listing.ParseValue(query.Get("value")), Text: query.Get("text"),
+		})
 		if err != nil {
 			httpError(w, err)
 			return
 		}
 		w.Header().Set("X-Rjq-Older", p.Older)
 		w.Header().Set("X-Rjq-Newer", p.Newer)
+		w.Header().Set("X-Rjq-Scanned", strconv.Itoa(p.Scanned))
 		writeJSON(w, nonNil(p.Jobs))
 		return
 	}

@@ -68,6 +68,9 @@ func cmdList(ctx context.Context, c config, args []string, out io.Writer) error 
 	after := fs.String("after", "", "the page after this job id, in id order")
 	from := fs.String("cursor", "", "with --status: the page after this cursor (printed with each page)")
 	newer := fs.Bool("newer", false, "with --cursor: the page before it instead")
+	field := fs.String("field", "", "with --status: only jobs whose data holds --value at this path (a.b.c)")
+	value := fs.String("value", "", "with --field: the value, as JSON (42, true, \"x\") or else as text")
+	text := fs.String("text", "", "with --status: only jobs whose log has this text in a message or error (any case)")
 	if err := fs.Parse(args); err != nil {
 		return usagef("list: %v", err)
 	}
@@ -77,8 +80,8 @@ func cmdList(ctx context.Context, c config, args []string, out io.Writer) error 
 	if *limit < 1 || *limit > 10000 {
 		return usagef("list: --limit must be within 1..10000")
 	}
-	if (*from != "" || *newer) && (*status == "" || *after != "") {
-		return usagef("list: --cursor and --newer page one --status in time order; --after pages in id order")
+	if (*from != "" || *newer || *field != "" || *text != "") && (*status == "" || *after != "") {
+		return usagef("list: --cursor, --newer, --field and --text list one --status in time order; --after pages in id order")
 	}
 	s, err := c.session(ctx)
 	if err != nil {
@@ -92,7 +95,9 @@ func cmdList(ctx context.Context, c config, args []string, out io.Writer) error 
 	var p listing.ChronoPage
 	if *status != "" && *after == "" {
 		// One status: in its time order, through its index.
-		if p, err = listing.Chrono(ctx, s, table, *status, *name, *from, *newer, *limit); errors.Is(err, job.ErrInvalid) {
+		p, err = listing.Chrono(ctx, s, table, listing.Query{Status: *status, Name: *name, From: *from, Newer: *newer, Limit: *limit,
+			Field: *field, Value: listing.ParseValue(*value), Text: *text})
+		if errors.Is(err, job.ErrInvalid) {
 			return usagef("list: %v", err)
 		}
 	} else {
@@ -104,11 +109,26 @@ func cmdList(ctx context.Context, c config, args []string, out io.Writer) error 
 	if err != nil {
 		return err
 	}
-	return printList(out, c.json, *status, p)
+	again := "--status " + *status
+	for _, f := range [][2]string{{"--name", *name}, {"--field", *field}, {"--value", *value}, {"--text", *text}} {
+		if f[1] != "" {
+			again += " " + f[0] + " " + shellQuote(f[1])
+		}
+	}
+	return printList(out, c.json, again, p)
 }
 
-// printList prints a page of jobs, and how to ask for the pages around it.
-func printList(out io.Writer, asJSON bool, status string, p listing.ChronoPage) error {
+// shellQuote quotes s for a shell when it holds more than letters, digits and -_.:/.
+func shellQuote(s string) string {
+	if strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// printList prints a page of jobs, and how to ask for the pages around it: again are the
+// flags that list the same jobs.
+func printList(out io.Writer, asJSON bool, again string, p listing.ChronoPage) error {
 	if asJSON {
 		if p.Jobs == nil {
 			p.Jobs = []listing.Job{}
@@ -124,10 +144,13 @@ func printList(out io.Writer, asJSON bool, status string, p listing.ChronoPage) 
 	case strings.HasPrefix(p.Older, "--after "):
 		fmt.Fprintf(w, "more: rjq list %s\n", p.Older)
 	case p.Older != "":
-		fmt.Fprintf(w, "more: rjq list --status %s --cursor %s\n", status, p.Older)
+		fmt.Fprintf(w, "more: rjq list %s --cursor %s\n", again, p.Older)
 	}
 	if p.Newer != "" {
-		fmt.Fprintf(w, "before: rjq list --status %s --cursor %s --newer\n", status, p.Newer)
+		fmt.Fprintf(w, "before: rjq list %s --cursor %s --newer\n", again, p.Newer)
+	}
+	if p.Scanned > 0 {
+		fmt.Fprintf(w, "searched %d jobs (at most %d a page)\n", p.Scanned, listing.SearchScan)
 	}
 	return w.Flush()
 }

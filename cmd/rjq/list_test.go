@@ -60,6 +60,15 @@ func TestListPagesOneStatusInTimeOrderBothWays(t *testing.T) {
 	assert.Equal(t, order[4:], third, "the oldest")
 	assert.Empty(t, more, "nothing after the last page")
 
+	// A search: by the text of the log, a page of two at a time.
+	found, more, _ := page("--text", "COMPLETED")
+	assert.Equal(t, order[:2], found)
+	require.Equal(t, []string{"--text", "COMPLETED", "--cursor"}, more[:3], "the next page searches on")
+	found, _, _ = page(more...)
+	assert.Equal(t, order[2:4], found)
+	none, _, _ := page("--text", "no such words")
+	assert.Empty(t, none)
+
 	res := rjq(t, bin, "--addr", addr, "--db", db, "--queue", q.Name(), "list", "--cursor", "x")
 	assert.Equal(t, exitUsage, res.code, "a cursor without a status")
 	res = rjq(t, bin, append(base, "--cursor", "not-a-cursor")...)

@@ -372,6 +372,25 @@ func TestDashboardInABrowser(t *testing.T) {
 		assert.True(t, disabled, "nothing before the first page")
 	})
 
+	t.Run("a search on a field of data finds the job", func(t *testing.T) {
+		resp, err := http.Get(url + "api/jobs?status=completed&field=batch&value=7")
+		require.NoError(t, err)
+		var found []struct{ ID string }
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&found))
+		resp.Body.Close()
+		require.Len(t, found, 1, "the progress job, whose data is {\"batch\": 7}")
+		_, err = chromedp.Run(bctx, chromedp.Evaluate[bool](`(() => {
+			document.getElementById("field").value = "batch";
+			document.getElementById("value").value = "7";
+			document.getElementById("find").click();
+			return true;
+		})()`))
+		require.NoError(t, err)
+		poll[bool](t, bctx, 20*time.Second, "only the job with that data", fmt.Sprintf(
+			`Array.from(document.querySelectorAll("#jobs tr")).map(r => r.dataset.id).join(",") === %q && document.getElementById("scanned").textContent.startsWith("searched")`, found[0].ID))
+		screenshot(t, bctx, "rjq-web-search.png")
+	})
+
 	t.Run("a restarted dashboard's chart reads the last hour from the table", func(t *testing.T) {
 		again := startWeb(t, bin, base)
 		resp, err := http.Get(again + "api/throughput")

@@ -45,14 +45,14 @@ func pageThrough(t *testing.T, ctx context.Context, s *r.Session, table r.Term, 
 	t.Helper()
 	var pages []ChronoPage
 	for cur := ""; ; {
-		p, err := Chrono(ctx, s, table, status, "", cur, false, limit)
+		p, err := Chrono(ctx, s, table, Query{Status: status, From: cur, Newer: false, Limit: limit})
 		require.NoError(t, err)
 		require.LessOrEqual(t, len(p.Jobs), limit)
 		if cur == "" {
 			assert.Empty(t, p.Newer, "the first page has nothing before it")
 		} else {
 			require.NotEmpty(t, p.Newer, "a later page has a page before it")
-			back, err := Chrono(ctx, s, table, status, "", p.Newer, true, limit)
+			back, err := Chrono(ctx, s, table, Query{Status: status, From: p.Newer, Newer: true, Limit: limit})
 			require.NoError(t, err)
 			assert.Equal(t, ids(pages[len(pages)-1]), ids(back), "the page before this one")
 		}
@@ -67,7 +67,7 @@ func pageThrough(t *testing.T, ctx context.Context, s *r.Session, table r.Term, 
 	last := pages[len(pages)-1]
 	backward = ids(last)
 	for cur := last.Newer; cur != ""; {
-		p, err := Chrono(ctx, s, table, status, "", cur, true, limit)
+		p, err := Chrono(ctx, s, table, Query{Status: status, From: cur, Newer: true, Limit: limit})
 		require.NoError(t, err)
 		backward = append(ids(p), backward...)
 		require.Less(t, len(backward), 1000, "the walk back does not end")
@@ -172,9 +172,86 @@ func testChrono(t *testing.T, ties bool) {
 		}
 	})
 	t.Run("bad cursors and statuses without an order", func(t *testing.T) {
-		_, err := Chrono(ctx, s, table, "completed", "", "not a cursor", false, 5)
+		_, err := Chrono(ctx, s, table, Query{Status: "completed", From: "not a cursor", Limit: 5})
 		assert.ErrorIs(t, err, job.ErrInvalid)
-		_, err = Chrono(ctx, s, table, "", "", "", false, 5)
+		_, err = Chrono(ctx, s, table, Query{Limit: 5})
 		assert.ErrorIs(t, err, job.ErrInvalid)
 	})
+}
+
+func TestChronoSearchesDataAndLogsAPageOfJobsAtATime(t *testing.T) {
+	s := testserver.Session(t)
+	db := testserver.DB(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	require.NoError(t, dbinit.Assert(ctx, dbinit.Target{Session: s, DB: db, Table: "search"}))
+	table := r.DB(db).Table("search")
+	base := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	var byCustomer, timedOut []string // newest first
+	docs := []any{}
+	for i := range 30 {
+		id := fmt.Sprintf("%08d-0000-4000-8000-000000000000", i)
+		entry := map[string]any{"message": "Job completed", "date": base}
+		if i%4 == 0 {
+			entry = map[string]any{"message": "Job failed", "errorMessage": "Connection TIMEOUT after 5s", "date": base}
+		}
+		docs = append(docs, map[string]any{"id": id, "status": "completed", "dateFinished": base.Add(time.Duration(i) * time.Second),
+			"dateCreated": base, "priority": 40, "dateEnable": base, "name": "n",
+			"data": map[string]any{"customer": map[string]any{"id": i % 3}}, "log": []any{entry}})
+		if i%3 == 1 {
+			byCustomer = append([]string{id}, byCustomer...)
+		}
+		if i%4 == 0 {
+			timedOut = append([]string{id}, timedOut...)
+		}
+	}
+	// Documents a search cannot read: they match nothing and fail nothing.
+	docs = append(docs,
+		map[string]any{"id": "garbage-1", "status": "completed", "dateFinished": base, "data": "text", "log": "not a list"},
+		map[string]any{"id": "garbage-2", "status": "completed", "dateFinished": base, "data": map[string]any{"customer": 7}, "log": []any{7, nil}})
+	_, err := table.Insert(docs).RunWrite(s)
+	require.NoError(t, err)
+
+	walk := func(q Query) (found []string, pages int) {
+		for {
+			p, err := Chrono(ctx, s, table, q)
+			require.NoError(t, err)
+			pages++
+			assert.LessOrEqual(t, p.Scanned, searchScan)
+			found = append(found, ids(p)...)
+			if p.Older == "" {
+				return found, pages
+			}
+			require.Less(t, pages, 100)
+			q.From = p.Older
+		}
+	}
+	for _, scan := range []int{SearchScan, 7} {
+		searchScan = scan
+		t.Run(fmt.Sprintf("looking at %d jobs a page", scan), func(t *testing.T) {
+			found, _ := walk(Query{Status: "completed", Limit: 4, Field: "customer.id", Value: 1.0})
+			assert.Equal(t, byCustomer, found, "by a field of data")
+			found, _ = walk(Query{Status: "completed", Limit: 100, Text: "timeout"})
+			assert.Equal(t, timedOut, found, "by the text of an error, in any case")
+			found, _ = walk(Query{Status: "completed", Limit: 100, Field: "customer.id", Value: 1.0, Text: "TIMEOUT"})
+			var both []string
+			for _, id := range byCustomer {
+				if slices.Contains(timedOut, id) {
+					both = append(both, id)
+				}
+			}
+			assert.Equal(t, both, found, "both")
+			found, pages := walk(Query{Status: "completed", Limit: 100, Text: "no such text"})
+			assert.Empty(t, found)
+			assert.Equal(t, (32+scan-1)/scan+b2i(32%scan == 0), pages, "a page per %d jobs looked at", scan)
+		})
+	}
+	searchScan = SearchScan
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

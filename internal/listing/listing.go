@@ -22,6 +22,9 @@ type Job struct {
 	DateCreated time.Time `json:"dateCreated"`
 }
 
+// listFields are the fields of a job a list shows.
+var listFields = []any{"id", "name", "status", "priority", "progress", "dateCreated"}
+
 // Page reads up to limit jobs of table in id order after the id after (all from the
 // start when after is empty), of the given status and name when they are not empty,
 // through the primary index: the read stops at the page's end, never scanning the whole
@@ -40,7 +43,7 @@ func Page(ctx context.Context, s r.QueryExecutor, table r.Term, status, name, af
 			keep = keep.And(d.Field("name").Eq(name))
 		}
 		return keep
-	}).Limit(limit).Pluck("id", "name", "status", "priority", "progress", "dateCreated")
+	}).Limit(limit).Pluck(listFields...)
 	cur, err := page.Run(s, r.RunOpts{Context: ctx})
 	if err != nil {
 		return nil, err
