@@ -12,6 +12,7 @@ import (
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/bulk"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/listing"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
@@ -173,6 +174,44 @@ func (d *dashboard) global(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	writeJSON(w, map[string]bool{"paused": d.q.Paused()})
+}
+
+// bulkTimeout bounds one bulk action: a slice at a time, it stops where it got to.
+const bulkTimeout = 5 * time.Minute
+
+// bulk acts on every job of a status (and name): reanimate the failed or terminated ones,
+// or remove the finished ones older than olderThan (7d, 36h; 0s for all), a slice at a
+// time through an index (internal/bulk). It answers the count, and on failure the count
+// done before it in the error.
+func (d *dashboard) bulk(w http.ResponseWriter, req *http.Request) {
+	query := req.URL.Query()
+	f := bulk.Filter{Status: query.Get("status"), Name: query.Get("name")}
+	ctx, cancel := context.WithTimeout(req.Context(), bulkTimeout)
+	defer cancel()
+	var n int
+	var err error
+	verb := req.PathValue("action") + "d"
+	switch req.PathValue("action") {
+	case "reanimate":
+		n, err = bulk.Reanimate(ctx, d.s, d.table(), f, func(ctx context.Context, ids []string) ([]string, error) {
+			return d.q.ReanimateJob(ctx, time.Time{}, ids...)
+		}, nil)
+	case "remove":
+		age, perr := bulk.ParseAge(query.Get("olderThan"))
+		if perr != nil {
+			httpError(w, badRequest("olderThan: "+perr.Error()))
+			return
+		}
+		n, err = bulk.Remove(ctx, d.s, d.table(), f, time.Now().Add(-age), nil)
+	default:
+		http.NotFound(w, req)
+		return
+	}
+	if err != nil {
+		httpError(w, fmt.Errorf("%s %d jobs, then: %w", verb, n, err))
+		return
+	}
+	writeJSON(w, map[string]int{verb: n})
 }
 
 // chart serves the throughput chart's minutes, oldest first.

@@ -238,6 +238,7 @@ func (d *dashboard) mux() http.Handler {
 	mux.HandleFunc("GET /api/jobs", d.jobs)
 	mux.HandleFunc("GET /api/jobs/{id}", d.job)
 	mux.Handle("POST /api/jobs/{id}/{action}", d.writable(d.act))
+	mux.Handle("POST /api/bulk/{action}", d.writable(d.bulk))
 	mux.Handle("POST /api/{action}", d.writable(d.global))
 	mux.HandleFunc("GET /api/throughput", d.chart)
 	mux.HandleFunc("GET /api/events", d.events)

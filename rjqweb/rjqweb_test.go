@@ -236,6 +236,13 @@ func TestMountedWrites(t *testing.T) {
 		{"an unknown action", request{path: "/jobs/api/jobs/" + f.waiting + "/explode", header: sameOrigin}, 404},
 		{"an unknown global action", request{path: "/jobs/api/explode", header: sameOrigin}, 404},
 		{"cancel by GET", request{method: "GET", path: "/jobs" + cancelJob, header: sameOrigin}, 405},
+		{"a bulk remove without credentials", request{path: "/jobs/api/bulk/remove?status=completed&olderThan=0s", noAuth: true}, 401},
+		{"a bulk remove from another origin", request{path: "/jobs/api/bulk/remove?status=completed&olderThan=0s", header: map[string]string{"Origin": "https://evil.example"}}, 403},
+		{"a bulk reanimate with actions off", request{path: "/ro/api/bulk/reanimate?status=failed", header: sameOrigin}, 403},
+		{"a bulk remove of waiting jobs", request{path: "/jobs/api/bulk/remove?status=waiting&olderThan=0s", header: sameOrigin}, 400},
+		{"a bulk reanimate of waiting jobs", request{path: "/jobs/api/bulk/reanimate?status=waiting", header: sameOrigin}, 400},
+		{"a bulk remove without an age", request{path: "/jobs/api/bulk/remove?status=completed", header: sameOrigin}, 400},
+		{"an unknown bulk action", request{path: "/jobs/api/bulk/explode?status=failed", header: sameOrigin}, 404},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.req.method == "" {

@@ -18,18 +18,6 @@ import (
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
 
-func TestParseAge(t *testing.T) {
-	for in, want := range map[string]time.Duration{"7d": 7 * 24 * time.Hour, "1.5d": 36 * time.Hour, "90m": 90 * time.Minute, "0s": 0} {
-		got, err := parseAge(in)
-		require.NoError(t, err, in)
-		assert.Equal(t, want, got, in)
-	}
-	for _, in := range []string{"", "7", "d", "-1d", "-5m", "week"} {
-		_, err := parseAge(in)
-		assert.Error(t, err, in)
-	}
-}
-
 // storedJobs numbers the documents storedJob makes, for their ids.
 var storedJobs int
 

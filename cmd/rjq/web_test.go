@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -409,6 +410,45 @@ func TestDashboardInABrowser(t *testing.T) {
 		assert.Equal(t, 4, completed, "3 welcome jobs and the progress job")
 		assert.Equal(t, 2, failed, "flaky waiting for its retry, broken terminated")
 	})
+	t.Run("a bulk retry reanimates every failed job", func(t *testing.T) {
+		added, err := lib.AddJob(ctx, lib.CreateJob(6).SetName("flaky").SetRetryMax(1).SetRetryDelay(time.Hour),
+			lib.CreateJob(7).SetName("flaky").SetRetryMax(1).SetRetryDelay(time.Hour))
+		require.NoError(t, err)
+		failed := func() []*job.Job {
+			s, err := lib.Summary(ctx)
+			require.NoError(t, err)
+			if s.Failed != 3 {
+				return nil
+			}
+			jobs, err := lib.FindJob(ctx, map[string]any{"status": "failed"})
+			require.NoError(t, err)
+			return jobs
+		}
+		require.Eventually(t, func() bool { return len(failed()) == 3 }, 20*time.Second, 50*time.Millisecond, "three flaky jobs failed")
+		_ = added
+		_, err = chromedp.Run(bctx, chromedp.Evaluate[bool](`(() => {
+			for (const id of ["field", "value", "text"]) document.getElementById(id).value = "";
+			const s = document.getElementById("status");
+			s.value = "failed";
+			return s.dispatchEvent(new Event("change"));
+		})()`))
+		require.NoError(t, err)
+		poll[bool](t, bctx, 20*time.Second, "the bulk buttons", `!document.getElementById("bulk").hidden && !document.getElementById("bulkreanimate").hidden`)
+		within(t, bctx, 20*time.Second, "reanimate all", chromedp.Click(chromedp.CSS("#bulkreanimate")))
+		poll[bool](t, bctx, 20*time.Second, "the count", `document.getElementById("bulkresult").textContent === "reanimated 3 jobs"`)
+		dialogMu.Lock()
+		assert.Contains(t, dialogs, "reanimate every failed job?", "asked first")
+		dialogMu.Unlock()
+		// Each was reanimated (and, flaky, has failed again since, or soon will).
+		jobs, err := lib.FindJob(ctx, map[string]any{"name": "flaky"})
+		require.NoError(t, err)
+		require.Len(t, jobs, 3)
+		for _, j := range jobs {
+			reanimated := slices.ContainsFunc(j.Log, func(e job.LogEntry) bool { return e.Message == job.MessageReanimated })
+			assert.True(t, reanimated, "job %s was reanimated", j.ID)
+		}
+	})
+
 	t.Logf("browser part took %v", time.Since(start).Round(100*time.Millisecond))
 }
 
