@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
@@ -449,6 +451,24 @@ func TestDashboardInABrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("dark mode follows the system, and a phone scrolls tables rather than the page", func(t *testing.T) {
+		_, err := chromedp.Call(bctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
+		require.NoError(t, err)
+		within(t, bctx, 20*time.Second, "the dashboard in dark mode",
+			chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#count-waiting")))
+		poll[bool](t, bctx, 20*time.Second, "a dark background", `getComputedStyle(document.body).backgroundColor === "rgb(22, 24, 28)"`)
+		screenshot(t, bctx, "rjq-web-dark.png")
+		_, err = chromedp.Call(bctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+			Width: 390, Height: 844, DeviceScaleFactor: 1, Mobile: true})
+		require.NoError(t, err)
+		poll[bool](t, bctx, 20*time.Second, "no sideways scroll of the page at 390 px",
+			`document.documentElement.scrollWidth <= window.innerWidth + 1`)
+		_, err = chromedp.Call(bctx, emulation.ClearDeviceMetricsOverride, cdp.Empty{})
+		require.NoError(t, err)
+		_, err = chromedp.Call(bctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{})
+		require.NoError(t, err)
+	})
 	t.Logf("browser part took %v", time.Since(start).Round(100*time.Millisecond))
 }
 
