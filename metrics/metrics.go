@@ -9,7 +9,8 @@
 //	http.Handle("/metrics", c)
 //
 // Series: rjq_jobs_claimed_total{queue}, rjq_runs_total{queue,status},
-// rjq_run_duration_seconds{queue} (a histogram), and, read at each scrape for the watched
+// rjq_run_duration_seconds{queue} (a histogram; both with a bounded name label too, from
+// a Collector made by NewWith with Options.NameLabels), and, read at each scrape for the watched
 // queues, the gauges rjq_queue_jobs{queue,status} (from Queue.Summary),
 // rjq_queue_paused{queue} (1 when paused, here or through the State Document) and
 // rjq_queue_oldest_waiting_seconds{queue} (how long the oldest due job has waited to be
@@ -41,14 +42,31 @@ var Buckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 // scrapeTimeout bounds the depth reads of one scrape.
 const scrapeTimeout = 5 * time.Second
 
-// Collector counts what queues do and serves it. The zero value is not usable; use New.
+// Collector counts what queues do and serves it. The zero value is not usable; use New
+// or NewWith.
 type Collector struct {
+	opts    Options
 	mu      sync.Mutex
 	claimed map[string]uint64
 	runs    map[runKey]uint64
-	hist    map[string]*histogram
+	hist    map[histKey]*histogram
 	watched []watch
+	// names are the job names that have a name label of their own (see Options).
+	names map[string]bool
 }
+
+// Options configure a Collector.
+type Options struct {
+	// NameLabels, when above 0, adds the label name (the job's name) to rjq_runs_total
+	// and rjq_run_duration_seconds: the first NameLabels names seen get their own, and
+	// every later one counts as "other", so that a queue of many names cannot make a
+	// series each. A job whose name is its id (the default) counts as "". 0: no name
+	// label.
+	NameLabels int
+}
+
+// otherName is the name label of the names beyond Options.NameLabels.
+const otherName = "other"
 
 // watch is a watched queue and how to read it.
 type watch struct {
@@ -69,7 +87,9 @@ type WatchOptions struct {
 	NoDepth bool
 }
 
-type runKey struct{ queue, status string }
+type runKey struct{ queue, status, name string }
+
+type histKey struct{ queue, name string }
 
 type histogram struct {
 	counts []uint64 // per bucket, not cumulative
@@ -77,11 +97,14 @@ type histogram struct {
 	n      uint64
 }
 
-var _ queue.Metrics = (*Collector)(nil)
+var _ queue.NamedMetrics = (*Collector)(nil)
 
-// New returns an empty Collector.
-func New() *Collector {
-	return &Collector{claimed: map[string]uint64{}, runs: map[runKey]uint64{}, hist: map[string]*histogram{}}
+// New returns an empty Collector with no name label.
+func New() *Collector { return NewWith(Options{}) }
+
+// NewWith returns an empty Collector configured by opts.
+func NewWith(opts Options) *Collector {
+	return &Collector{opts: opts, claimed: map[string]uint64{}, runs: map[runKey]uint64{}, hist: map[histKey]*histogram{}, names: map[string]bool{}}
 }
 
 // JobsClaimed implements queue.Metrics.
@@ -91,21 +114,39 @@ func (c *Collector) JobsClaimed(q string, n int) {
 	c.claimed[q] += uint64(n)
 }
 
-// RunEnded implements queue.Metrics.
+// RunEnded implements queue.Metrics: a run of a job without a name of its own.
 func (c *Collector) RunEnded(q string, status job.Status, runTime time.Duration) {
+	c.RunEndedNamed(q, "", status, runTime)
+}
+
+// RunEndedNamed implements queue.NamedMetrics.
+func (c *Collector) RunEndedNamed(q, name string, status job.Status, runTime time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.runs[runKey{q, string(status)}]++
-	h := c.hist[q]
+	name = c.label(name)
+	c.runs[runKey{q, string(status), name}]++
+	h := c.hist[histKey{q, name}]
 	if h == nil {
 		h = &histogram{counts: make([]uint64, len(Buckets)+1)}
-		c.hist[q] = h
+		c.hist[histKey{q, name}] = h
 	}
 	s := runTime.Seconds()
 	i, _ := slices.BinarySearch(Buckets, s)
 	h.counts[i]++
 	h.sum += s
 	h.n++
+}
+
+// label is the name label of a job name (see Options.NameLabels); c.mu must be held.
+func (c *Collector) label(name string) string {
+	switch {
+	case c.opts.NameLabels <= 0 || name == "" || c.names[name]:
+		return name
+	case len(c.names) < c.opts.NameLabels:
+		c.names[name] = true
+		return name
+	}
+	return otherName
 }
 
 // Watch adds q to the queues whose depth (one grouped count on the status index per
@@ -144,22 +185,27 @@ func (c *Collector) WriteTo(ctx context.Context, w io.Writer) {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b runKey) int {
-		return strings.Compare(a.queue+"\x00"+a.status, b.queue+"\x00"+b.status)
+		return strings.Compare(a.queue+"\x00"+a.name+"\x00"+a.status, b.queue+"\x00"+b.name+"\x00"+b.status)
 	})
 	for _, k := range keys {
-		fmt.Fprintf(&b, "rjq_runs_total{queue=%s,status=%s} %d\n", label(k.queue), label(k.status), c.runs[k])
+		fmt.Fprintf(&b, "rjq_runs_total{%s,status=%s} %d\n", c.labels(k.queue, k.name), label(k.status), c.runs[k])
 	}
 	header(&b, "rjq_run_duration_seconds", "histogram", "How long runs took, from claim to outcome.")
-	for _, q := range sortedKeys(c.hist) {
-		h := c.hist[q]
+	hkeys := make([]histKey, 0, len(c.hist))
+	for k := range c.hist {
+		hkeys = append(hkeys, k)
+	}
+	slices.SortFunc(hkeys, func(a, b histKey) int { return strings.Compare(a.queue+"\x00"+a.name, b.queue+"\x00"+b.name) })
+	for _, k := range hkeys {
+		h, ls := c.hist[k], c.labels(k.queue, k.name)
 		var cum uint64
 		for i, le := range Buckets {
 			cum += h.counts[i]
-			fmt.Fprintf(&b, "rjq_run_duration_seconds_bucket{queue=%s,le=%q} %d\n", label(q), strconv.FormatFloat(le, 'g', -1, 64), cum)
+			fmt.Fprintf(&b, "rjq_run_duration_seconds_bucket{%s,le=%q} %d\n", ls, strconv.FormatFloat(le, 'g', -1, 64), cum)
 		}
-		fmt.Fprintf(&b, "rjq_run_duration_seconds_bucket{queue=%s,le=\"+Inf\"} %d\n", label(q), h.n)
-		fmt.Fprintf(&b, "rjq_run_duration_seconds_sum{queue=%s} %s\n", label(q), strconv.FormatFloat(h.sum, 'g', -1, 64))
-		fmt.Fprintf(&b, "rjq_run_duration_seconds_count{queue=%s} %d\n", label(q), h.n)
+		fmt.Fprintf(&b, "rjq_run_duration_seconds_bucket{%s,le=\"+Inf\"} %d\n", ls, h.n)
+		fmt.Fprintf(&b, "rjq_run_duration_seconds_sum{%s} %s\n", ls, strconv.FormatFloat(h.sum, 'g', -1, 64))
+		fmt.Fprintf(&b, "rjq_run_duration_seconds_count{%s} %d\n", ls, h.n)
 	}
 	watched := slices.Clone(c.watched)
 	c.mu.Unlock()
@@ -214,6 +260,14 @@ func writeState(ctx context.Context, b *strings.Builder, watched []watch) {
 		}
 		fmt.Fprintf(b, "rjq_queue_oldest_waiting_seconds{queue=%s} %s\n", label(wq.q.Name()), strconv.FormatFloat(age.Seconds(), 'f', 3, 64))
 	}
+}
+
+// labels are the queue label, and with Options.NameLabels the name label, of a series.
+func (c *Collector) labels(q, name string) string {
+	if c.opts.NameLabels <= 0 {
+		return "queue=" + label(q)
+	}
+	return "queue=" + label(q) + ",name=" + label(name)
 }
 
 func table(q *queue.Queue) r.Term { return r.DB(q.DB()).Table(q.Name()) }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/rjqgo/rethinkdb-job-queue/job"
+	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
 
 func scrape(c *Collector) string {
@@ -68,4 +69,40 @@ func TestEmptyCollectorWritesHeadersOnly(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(scrape(New())), "\n") {
 		assert.True(t, strings.HasPrefix(line, "# "), line)
 	}
+}
+
+func TestNameLabelsAreBounded(t *testing.T) {
+	c := NewWith(Options{NameLabels: 2})
+	c.RunEndedNamed("mail", "welcome", job.Completed, time.Millisecond)
+	c.RunEndedNamed("mail", "welcome", job.Failed, time.Millisecond)
+	c.RunEndedNamed("mail", "digest", job.Completed, time.Millisecond)
+	c.RunEndedNamed("mail", "reset", job.Completed, time.Millisecond)   // a third name: other
+	c.RunEndedNamed("mail", "invoice", job.Completed, time.Millisecond) // and a fourth
+	c.RunEndedNamed("mail", "", job.Completed, time.Millisecond)        // no name of its own
+	c.RunEnded("mail", job.Completed, time.Millisecond)                 // from a plain Metrics caller
+	out := scrape(c)
+	for _, want := range []string{
+		`rjq_runs_total{queue="mail",name="welcome",status="completed"} 1`,
+		`rjq_runs_total{queue="mail",name="welcome",status="failed"} 1`,
+		`rjq_runs_total{queue="mail",name="digest",status="completed"} 1`,
+		`rjq_runs_total{queue="mail",name="other",status="completed"} 2`,
+		`rjq_runs_total{queue="mail",name="",status="completed"} 2`,
+		`rjq_run_duration_seconds_count{queue="mail",name="welcome"} 2`,
+		`rjq_run_duration_seconds_count{queue="mail",name="other"} 2`,
+	} {
+		assert.Contains(t, out, want)
+	}
+	assert.NotContains(t, out, `name="reset"`)
+	assert.NotContains(t, out, `name="invoice"`)
+
+	plain := New()
+	plain.RunEndedNamed("mail", "welcome", job.Completed, time.Millisecond)
+	assert.Contains(t, scrape(plain), `rjq_runs_total{queue="mail",status="completed"} 1`, "no name label unless asked")
+}
+
+func TestMetricNameLeavesOutNamesThatAreIDs(t *testing.T) {
+	j := job.New(nil, job.Options{})
+	assert.Equal(t, "", queue.MetricName(j), "the default name is the id")
+	j.SetName("welcome")
+	assert.Equal(t, "welcome", queue.MetricName(j))
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,4 +81,39 @@ func TestCollectorOnAQueue(t *testing.T) {
 	assert.Contains(t, out, `rjq_queue_jobs{`+name+`,status="completed"} 4`)
 	assert.Contains(t, out, `rjq_queue_jobs{`+name+`,status="terminated"} 2`)
 	assert.Contains(t, out, `rjq_queue_jobs{`+name+`,status="waiting"} 0`)
+}
+
+// With NameLabels, a queue's runs are counted by job name: the first names seen, the
+// rest as other, and a job whose name is its id as "".
+func TestCollectorLabelsRunsByNameOnAQueue(t *testing.T) {
+	srv := testserver.Get(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := metrics.NewWith(metrics.Options{NameLabels: 1})
+	q, err := queue.New(ctx, queuetest.ConnectTo(srv, testserver.DB(t)),
+		&queue.Options{DatabaseInitDelay: -1, Concurrency: 1, Metrics: c})
+	require.NoError(t, err)
+	defer func() { _ = q.Stop(context.Background()) }()
+	ended := q.Events(ctx, queue.EventCompleted)
+	// One at a time, so that "welcome" is the first name seen.
+	for _, j := range []*job.Job{q.CreateJob(1).SetName("welcome"), q.CreateJob(2).SetName("welcome"), q.CreateJob(3).SetName("digest"), q.CreateJob(4)} {
+		_, err := q.AddJob(ctx, j)
+		require.NoError(t, err)
+	}
+	require.NoError(t, q.Process(func(context.Context, *job.Job) (any, error) { return nil, nil }))
+	for range 4 {
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			t.Fatal("the jobs did not end")
+		}
+	}
+	var b strings.Builder
+	c.WriteTo(ctx, &b)
+	out := b.String()
+	name := `queue="` + q.Name() + `"`
+	assert.Contains(t, out, `rjq_runs_total{`+name+`,name="welcome",status="completed"} 2`, "the first name seen")
+	assert.Contains(t, out, `rjq_runs_total{`+name+`,name="other",status="completed"} 1`, "the second")
+	assert.NotContains(t, out, `name="digest"`, "a second name is other")
+	assert.Contains(t, out, `rjq_runs_total{`+name+`,name="",status="completed"} 1`, "the job named by its id")
 }

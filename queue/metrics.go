@@ -20,6 +20,24 @@ type Metrics interface {
 	RunEnded(queue string, status job.Status, runTime time.Duration)
 }
 
+// NamedMetrics is a Metrics that also takes the name of the job whose run ended, for a
+// per-name series: the queue calls RunEndedNamed instead of RunEnded when
+// Options.Metrics implements it. name is empty for a job whose name is its id (the
+// default), so that names stay few.
+type NamedMetrics interface {
+	Metrics
+	RunEndedNamed(queue, name string, status job.Status, runTime time.Duration)
+}
+
+// MetricName is the name a NamedMetrics is given for a job: its name, or "" when that is
+// its id (the default).
+func MetricName(j *job.Job) string {
+	if j.Name == j.ID {
+		return ""
+	}
+	return j.Name
+}
+
 // claimedMetric reports a claim of n jobs to Options.Metrics.
 func (q *Queue) claimedMetric(n int) {
 	if q.cfg.metrics != nil && n > 0 {
@@ -32,6 +50,10 @@ func (q *Queue) claimedMetric(n int) {
 func (q *Queue) runMetric(j job.Job, status job.Status, at time.Time) {
 	if q.cfg.metrics != nil {
 		defer q.metricsPanic()
+		if named, ok := q.cfg.metrics.(NamedMetrics); ok {
+			named.RunEndedNamed(q.cfg.name, MetricName(&j), status, runTime(j, at))
+			return
+		}
 		q.cfg.metrics.RunEnded(q.cfg.name, status, runTime(j, at))
 	}
 }

@@ -96,6 +96,10 @@ type Options struct {
 	// API, events and metrics); a refused request gets 401. BasicAuth and BearerToken
 	// make one. Nil: no authentication, for a dashboard on a loopback or private address.
 	Auth func(*http.Request) bool
+	// MetricNames, when above 0, labels the run series (rjq_runs_total,
+	// rjq_run_duration_seconds) with the job's name: the first MetricNames names seen,
+	// every later one as "other" (see metrics.Options.NameLabels). 0: no name label.
+	MetricNames int
 	// Logger receives the errors of the run metrics' changefeed (it retries every
 	// second). Nil: they are discarded.
 	Logger *slog.Logger
@@ -158,7 +162,7 @@ func newDashboard(opts Options, prefix string) (*dashboard, error) {
 	}
 	d := &dashboard{q: opts.Queue, s: opts.Session, prefix: prefix, actions: opts.Actions, auth: opts.Auth,
 		counts: make(map[queue.EventType]uint64), subs: make(map[chan queue.Event]struct{}),
-		runs: metrics.New(), done: make(chan struct{})}
+		runs: metrics.NewWith(metrics.Options{NameLabels: opts.MetricNames}), done: make(chan struct{})}
 	d.routes = d.mux()
 	// The state gauges of the shown queue come from the Collector too; its counts are
 	// rjq_jobs already.

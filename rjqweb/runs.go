@@ -42,7 +42,11 @@ func countRun(queueName string, ch changefeed.Change, m *metrics.Collector) {
 	case now == string(job.Active):
 		m.JobsClaimed(queueName, 1)
 	case was == string(job.Active):
-		m.RunEnded(queueName, job.Status(now), runDuration(ch.New))
+		name, _ := ch.New["name"].(string)
+		if id, _ := ch.New["id"].(string); name == id {
+			name = "" // the default name: see queue.MetricName
+		}
+		m.RunEndedNamed(queueName, name, job.Status(now), runDuration(ch.New))
 	}
 }
 

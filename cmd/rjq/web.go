@@ -28,6 +28,7 @@ func cmdWeb(ctx context.Context, c config, args []string, out io.Writer) error {
 	actions := fs.Bool("actions", false, "enable cancel, reanimate, remove, pause and resume buttons")
 	prefix := fs.String("prefix", "/", "path to serve the dashboard under, such as /jobs/")
 	token := fs.String("token", os.Getenv("RJQ_WEB_TOKEN"), "require this bearer token (env RJQ_WEB_TOKEN)")
+	names := fs.Int("metric-names", 0, "label the run metrics with the job name: this many names, the rest as other (0: no name label)")
 	basic := fs.String("basic-auth", os.Getenv("RJQ_WEB_BASIC_AUTH"), "require HTTP basic authentication as user:pass (env RJQ_WEB_BASIC_AUTH)")
 	if err := fs.Parse(args); err != nil {
 		return usagef("web: %v", err)
@@ -61,7 +62,7 @@ func cmdWeb(ctx context.Context, c config, args []string, out io.Writer) error {
 	open, stopOpened := c.opener()
 	defer stopOpened()
 	h, err := rjqweb.New(rjqweb.Options{Queue: q, Session: s, Prefix: mount, Actions: *actions, Auth: auth,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)), Open: open})
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)), Open: open, MetricNames: *names})
 	if err != nil {
 		return err
 	}
