@@ -127,11 +127,13 @@ func (d *dashboard) job(w http.ResponseWriter, req *http.Request) {
 		httpError(w, err)
 		return
 	}
-	// The page shows the priority by name, as rjq show does.
+	// The page shows the priority by name and the log by run, as rjq show does.
+	_, runs := listing.Runs(jobs[0])
 	writeJSON(w, struct {
 		*job.Job
 		PriorityName string
-	}{jobs[0], jobs[0].Priority.String()})
+		Runs         []*listing.Run
+	}{jobs[0], jobs[0].Priority.String(), runs})
 }
 
 func (d *dashboard) act(w http.ResponseWriter, req *http.Request) {

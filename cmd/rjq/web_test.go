@@ -311,6 +311,10 @@ func TestDashboardInABrowser(t *testing.T) {
 		poll[bool](t, bctx, 20*time.Second, "the page to say completed",
 			`document.getElementById("job-status")?.textContent === "completed"`)
 		poll[float64](t, bctx, 20*time.Second, "the page's bar at 100%", barWidth("#jobprogress", 100))
+		poll[bool](t, bctx, 20*time.Second, "one run, completed, by this host's worker", `(() => {
+			const runs = document.querySelectorAll("#jobruns tr.run");
+			return runs.length === 1 && runs[0].children[4].textContent === "completed" && runs[0].children[1].textContent.includes(" pid ");
+		})()`)
 	})
 
 	marker, err := chromedp.Run(bctx, chromedp.Evaluate[string](`window.rjqTestMarker`))
