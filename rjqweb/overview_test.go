@@ -31,17 +31,25 @@ type overviewResponse struct {
 	} `json:"queues"`
 }
 
+// open opens another queue of the fixture's database, ready, stopped when the test ends.
+func (f *fixture) open(ctx context.Context, name string) (*queue.Queue, error) {
+	q, err := queue.New(ctx, &queue.ConnectOptions{Session: f.session, DB: f.db},
+		&queue.Options{Name: name, DatabaseInitDelay: -1, MasterInterval: -1, Heartbeat: -1})
+	if err != nil {
+		return nil, err
+	}
+	f.t.Cleanup(func() { _ = q.Stop(context.Background()) })
+	return q, q.Ready(ctx)
+}
+
 func TestTheOverviewListsEveryQueueAndLinksToTheirDashboards(t *testing.T) {
 	f := newFixture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	// A second queue of the database, paused, with a job waiting since a minute ago and
 	// a limit (so it has side tables, which are not queues).
-	mail, err := queue.New(ctx, &queue.ConnectOptions{Session: f.session, DB: f.db},
-		&queue.Options{Name: "mail", DatabaseInitDelay: -1, MasterInterval: -1, Heartbeat: -1})
+	mail, err := f.open(ctx, "mail")
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = mail.Stop(context.Background()) })
-	require.NoError(t, mail.Ready(ctx))
 	_, err = mail.AddJob(ctx, mail.CreateJob("hello").SetDateEnable(time.Now().Add(-time.Minute)), mail.CreateJob("later").SetDateEnable(time.Now().Add(time.Hour)))
 	require.NoError(t, err)
 	require.NoError(t, mail.SetLimit(ctx, "x", queue.Limit{Starts: 1, Per: time.Second}))
@@ -53,12 +61,7 @@ func TestTheOverviewListsEveryQueueAndLinksToTheirDashboards(t *testing.T) {
 		mu.Lock()
 		opened = append(opened, name)
 		mu.Unlock()
-		q, err := queue.New(ctx, &queue.ConnectOptions{Session: f.session, DB: f.db},
-			&queue.Options{Name: name, DatabaseInitDelay: -1, MasterInterval: -1, Heartbeat: -1})
-		if err == nil {
-			t.Cleanup(func() { _ = q.Stop(context.Background()) })
-		}
-		return q, err
+		return f.open(ctx, name)
 	}
 	h, err := New(Options{Queue: f.q, Session: f.session, Prefix: "/ops/", Open: open})
 	require.NoError(t, err)
@@ -124,11 +127,8 @@ func TestWithoutOpenTheOverviewLinksOnlyToItsOwnQueue(t *testing.T) {
 	f := newFixture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	other, err := queue.New(ctx, &queue.ConnectOptions{Session: f.session, DB: f.db},
-		&queue.Options{Name: "other", DatabaseInitDelay: -1, MasterInterval: -1, Heartbeat: -1})
+	_, err := f.open(ctx, "other")
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = other.Stop(context.Background()) })
-	require.NoError(t, other.Ready(ctx))
 
 	_, body := f.do(t, request{path: "/ro/api/queues"})
 	var o overviewResponse

@@ -26,6 +26,7 @@ func TestMain(m *testing.M) { testserver.Main(m) }
 // as a user would mount them: read-write at /jobs/ and read-only at /ro/, both behind
 // basic authentication.
 type fixture struct {
+	t       *testing.T
 	q       *queue.Queue
 	session *r.Session
 	db      string
@@ -39,7 +40,7 @@ const testQueue = "dashboard"
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	testserver.Get(t)
-	f := &fixture{session: testserver.Session(t), db: testserver.DB(t)}
+	f := &fixture{t: t, session: testserver.Session(t), db: testserver.DB(t)}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	q, err := queue.New(ctx, &queue.ConnectOptions{Session: f.session, DB: f.db},
