@@ -178,6 +178,68 @@ func (d *dashboard) global(w http.ResponseWriter, req *http.Request) {
 	writeJSON(w, map[string]bool{"paused": d.q.Paused()})
 }
 
+// side serves the queue's live Go workers, cron schedules (with their next run) and
+// limits by job name, in one answer: each is a small table of its own.
+func (d *dashboard) side(w http.ResponseWriter, req *http.Request) {
+	ctx := req.Context()
+	workers, err := d.q.Workers(ctx)
+	if err != nil {
+		httpError(w, err)
+		return
+	}
+	schedules, err := d.q.Schedules(ctx)
+	if err != nil {
+		httpError(w, err)
+		return
+	}
+	limits, err := d.q.Limits(ctx)
+	if err != nil {
+		httpError(w, err)
+		return
+	}
+	type limitRow struct {
+		Name       string  `json:"name"`
+		Starts     int     `json:"starts"`
+		PerSeconds float64 `json:"perSeconds"`
+		From       string  `json:"from,omitempty"`
+		To         string  `json:"to,omitempty"`
+		Location   string  `json:"location,omitempty"`
+	}
+	rows := make([]limitRow, 0, len(limits))
+	for name, l := range limits {
+		row := limitRow{Name: name, Starts: l.Starts, PerSeconds: l.Per.Seconds()}
+		if l.Window != nil {
+			row.From, row.To, row.Location = l.Window.From, l.Window.To, l.Window.Location
+		}
+		rows = append(rows, row)
+	}
+	sort.Slice(rows, func(i, k int) bool { return rows[i].Name < rows[k].Name })
+	if workers == nil {
+		workers = []queue.Worker{}
+	}
+	if schedules == nil {
+		schedules = []queue.Schedule{}
+	}
+	writeJSON(w, map[string]any{"workers": workers, "schedules": schedules, "limits": rows})
+}
+
+// unschedule and unlimit remove a schedule or a limit by name (actions on).
+func (d *dashboard) unschedule(w http.ResponseWriter, req *http.Request) {
+	if err := d.q.Unschedule(req.Context(), req.PathValue("name")); err != nil {
+		httpError(w, err)
+		return
+	}
+	writeJSON(w, map[string]string{"unscheduled": req.PathValue("name")})
+}
+
+func (d *dashboard) unlimit(w http.ResponseWriter, req *http.Request) {
+	if err := d.q.RemoveLimit(req.Context(), req.PathValue("name")); err != nil {
+		httpError(w, err)
+		return
+	}
+	writeJSON(w, map[string]string{"unlimited": req.PathValue("name")})
+}
+
 // bulkTimeout bounds one bulk action: a slice at a time, it stops where it got to.
 const bulkTimeout = 5 * time.Minute
 

@@ -244,6 +244,9 @@ func TestMountedWrites(t *testing.T) {
 		{"a bulk reanimate of waiting jobs", request{path: "/jobs/api/bulk/reanimate?status=waiting", header: sameOrigin}, 400},
 		{"a bulk remove without an age", request{path: "/jobs/api/bulk/remove?status=completed", header: sameOrigin}, 400},
 		{"an unknown bulk action", request{path: "/jobs/api/bulk/explode?status=failed", header: sameOrigin}, 404},
+		{"remove a limit with actions off", request{path: "/ro/api/limits/x/remove", header: sameOrigin}, 403},
+		{"remove a schedule from another origin", request{path: "/jobs/api/schedules/x/remove", header: map[string]string{"Origin": "https://evil.example"}}, 403},
+		{"remove a schedule there is not", request{path: "/jobs/api/schedules/nosuch/remove", header: sameOrigin}, 404},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.req.method == "" {

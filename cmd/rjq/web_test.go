@@ -455,6 +455,25 @@ func TestDashboardInABrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("workers, schedules and limits, and removing a limit", func(t *testing.T) {
+		require.NoError(t, lib.Schedule(ctx, "nightly", "0 3 * * *", "report", nil))
+		require.NoError(t, lib.SetLimit(ctx, "welcome", queue.Limit{Starts: 10, Per: time.Minute}))
+		within(t, bctx, 20*time.Second, "the page", chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#count-waiting")))
+		_, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`document.getElementById("side").open = true`))
+		require.NoError(t, err)
+		poll[bool](t, bctx, 20*time.Second, "the worker, the schedule and the limit", `(() => {
+			const text = id => document.getElementById(id).textContent;
+			return text("workers").includes(":emails:") && text("schedules").includes("nightly") && text("schedules").includes("0 3 * * *") &&
+				text("limits").includes("10 per 60 s");
+		})()`)
+		within(t, bctx, 20*time.Second, "remove the limit", chromedp.Click(chromedp.CSS(`#limits button[data-name="welcome"]`)))
+		require.Eventually(t, func() bool {
+			limits, err := lib.Limits(ctx)
+			return err == nil && len(limits) == 0
+		}, 20*time.Second, 50*time.Millisecond, "the limit is gone from the table")
+		poll[bool](t, bctx, 20*time.Second, "the page says so", `document.getElementById("limits").textContent.includes("none")`)
+	})
+
 	t.Run("dark mode follows the system, and a phone scrolls tables rather than the page", func(t *testing.T) {
 		_, err := chromedp.Call(bctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
 			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
