@@ -150,7 +150,7 @@ func printList(out io.Writer, asJSON bool, again string, p listing.ChronoPage) e
 		fmt.Fprintf(w, "before: rjq list %s --cursor %s --newer\n", again, p.Newer)
 	}
 	if p.Scanned > 0 {
-		fmt.Fprintf(w, "searched %d jobs (at most %d a page)\n", p.Scanned, listing.SearchScan)
+		fmt.Fprintf(w, "looked at %d jobs (at most %d a page)\n", p.Scanned, listing.SearchScan)
 	}
 	return w.Flush()
 }

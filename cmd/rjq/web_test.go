@@ -394,7 +394,7 @@ func TestDashboardInABrowser(t *testing.T) {
 		})()`))
 		require.NoError(t, err)
 		poll[bool](t, bctx, 20*time.Second, "only the job with that data", fmt.Sprintf(
-			`Array.from(document.querySelectorAll("#jobs tr")).map(r => r.dataset.id).join(",") === %q && document.getElementById("scanned").textContent.startsWith("searched")`, found[0].ID))
+			`Array.from(document.querySelectorAll("#jobs tr")).map(r => r.dataset.id).join(",") === %q && document.getElementById("scanned").textContent.startsWith("looked at")`, found[0].ID))
 		screenshot(t, bctx, "rjq-web-search.png")
 	})
 

@@ -29,13 +29,18 @@ type order struct {
 	fields []string
 	// desc lists the highest key first.
 	desc bool
+	// shared is set when the index holds other statuses too, more than this one (the
+	// finished index holds completed jobs beside cancelled and terminated ones).
+	shared bool
 }
 
 // orderOf is the order of status, false for a status without one.
 func orderOf(status string) (order, bool) {
 	switch job.Status(status) {
-	case job.Completed, job.Cancelled, job.Terminated:
+	case job.Completed:
 		return order{index: rdb.IndexFinishedDateFinished, fields: []string{"dateFinished"}, desc: true}, true
+	case job.Cancelled, job.Terminated:
+		return order{index: rdb.IndexFinishedDateFinished, fields: []string{"dateFinished"}, desc: true, shared: true}, true
 	case job.Active:
 		return order{index: rdb.IndexActiveDateEnable, fields: []string{"dateEnable"}, desc: true}, true
 	case job.Waiting, job.Failed:
@@ -86,9 +91,10 @@ func parseCursor(s string, fields int) (cursor, error) {
 
 // ChronoPage is a page of one status's jobs in its order (see orderOf), with the cursors
 // of the pages on each side: Older continues the list, Newer goes back towards its start;
-// empty where there is nothing (Newer: the page starts the list). A search page also says
-// how many jobs it looked at: fewer matches than asked for with an Older cursor mean that
-// it stopped at SearchScan jobs, and the search goes on from there.
+// empty where there is nothing (Newer: the page starts the list). A bounded page (a
+// search, a name, cancelled or terminated jobs: see Query.bounded) also says how many
+// jobs it looked at: fewer jobs than asked for with an Older cursor mean that it stopped
+// at SearchScan, and the list goes on from there.
 type ChronoPage struct {
 	Jobs         []Job
 	Older, Newer string
@@ -114,14 +120,20 @@ type Query struct {
 	Text  string
 }
 
-// SearchScan bounds the jobs one page of a search looks at: about 100 ms of server time
-// on RethinkDB 2.4.4, whatever the table holds.
-const SearchScan = 2000
+// SearchScan bounds the jobs one page of a search looks at (and one page of a name, or of
+// cancelled or terminated jobs, which share their index with the completed ones): about
+// 100 ms of server time on RethinkDB 2.4.4 while it is busy, whatever the table holds.
+const SearchScan = 500
 
 // searchScan is SearchScan, but for tests.
 var searchScan = SearchScan
 
 func (q Query) search() bool { return q.Field != "" || q.Text != "" }
+
+// bounded tells a page that looks at searchScan entries of the index at most and shows
+// those that match: a search, a name, or a status that shares its index with a bigger one
+// could otherwise read the whole index to fill a page.
+func (q Query) bounded(o order) bool { return q.search() || q.Name != "" || o.shared }
 
 // ParseValue reads the value a search compares a field of data with, as typed by an
 // operator: JSON (42, true, "42", {"a":1}) when it reads as JSON, else the text itself.
@@ -149,8 +161,9 @@ func Chrono(ctx context.Context, s r.QueryExecutor, table r.Term, q Query) (Chro
 	}
 	back := q.Newer && at != nil
 	// Reading towards the start of the list reads the index the other way round.
-	term := o.query(table, q, at, o.desc != back)
-	if q.search() {
+	bounded := q.bounded(o)
+	term := o.query(table, q, at, o.desc != back, bounded)
+	if bounded {
 		term = term.Limit(searchScan)
 	} else {
 		term = term.Limit(q.Limit + 1)
@@ -162,7 +175,7 @@ func Chrono(ctx context.Context, s r.QueryExecutor, table r.Term, q Query) (Chro
 	// The rows the page covers, and whether the list goes on beyond them.
 	shown, more := rows, false
 	switch {
-	case q.search():
+	case bounded:
 		shown = nil
 		for _, row := range rows {
 			if !row.Match {
@@ -186,7 +199,7 @@ func Chrono(ctx context.Context, s r.QueryExecutor, table r.Term, q Query) (Chro
 		shown, more = rows[:q.Limit], true
 	}
 	p := pageOf(shown, at, back, more)
-	if q.search() {
+	if bounded {
 		p.Scanned = len(rows)
 	}
 	return p, nil
@@ -221,13 +234,16 @@ func pageOf(rows []row, at *cursor, back, more bool) ChronoPage {
 // any shape (written by hand): what is not of the type the search reads does not match.
 // (Default catches a missing field, not a field read on a value that is no object.)
 func (q Query) matches(doc r.Term) r.Term {
-	keep := r.Expr(true)
+	keep := doc.Field("status").Eq(q.Status)
+	if q.Name != "" {
+		keep = keep.And(doc.Field("name").Default(nil).Eq(q.Name))
+	}
 	if q.Field != "" {
 		v := doc.Field("data").Default(nil)
 		for _, f := range strings.Split(q.Field, ".") {
 			v = r.Branch(v.TypeOf().Eq("OBJECT"), v.Field(f).Default(nil), nil)
 		}
-		keep = v.Eq(q.Value)
+		keep = keep.And(v.Eq(q.Value))
 	}
 	if q.Text != "" {
 		pattern := "(?i)" + regexp.QuoteMeta(q.Text)
@@ -265,7 +281,7 @@ func readRows(ctx context.Context, s r.QueryExecutor, term r.Term) ([]row, error
 // query reads the jobs of q.Status (of q.Name) in the index's order (desc: from its
 // highest key), after the cursor at in that order when it is not nil. A search's rows
 // say whether the search keeps them.
-func (o order) query(table r.Term, q Query, at *cursor, desc bool) r.Term {
+func (o order) query(table r.Term, q Query, at *cursor, desc, bounded bool) r.Term {
 	lo, hi := any(r.MinVal), any(r.MaxVal)
 	opts := r.BetweenOpts{Index: o.index, LeftBound: "closed", RightBound: "closed"}
 	var bound any
@@ -291,9 +307,11 @@ func (o order) query(table r.Term, q Query, at *cursor, desc bool) r.Term {
 	// RethinkDB reads the jobs of one key in id order; the id as a second key says so to
 	// a server that does not (reqlite).
 	return table.Between(lo, hi, opts).OrderBy(id, r.OrderByOpts{Index: idx}).Filter(func(d r.Term) r.Term {
-		keep := d.Field("status").Eq(q.Status)
-		if q.Name != "" {
-			keep = keep.And(d.Field("name").Default(nil).Eq(q.Name))
+		// A bounded page filters on its position alone, so that its cap counts entries
+		// looked at; what it keeps is said by match below.
+		keep := r.Expr(true)
+		if !bounded {
+			keep = d.Field("status").Eq(q.Status)
 		}
 		if at != nil {
 			// Past the cursor: a key beyond it, or its key and an id beyond its id (the
@@ -313,7 +331,7 @@ func (o order) query(table r.Term, q Query, at *cursor, desc bool) r.Term {
 			parts[i] = r.Branch(v.TypeOf().Eq("PTYPE<TIME>"), map[string]any{"t": v.ToEpochTime()}, map[string]any{"v": v})
 		}
 		m := map[string]any{"doc": d.Pluck(listFields...), "key": parts}
-		if q.search() {
+		if bounded {
 			m["match"] = q.matches(d)
 		}
 		return m

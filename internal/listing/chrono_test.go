@@ -40,17 +40,21 @@ func ids(p ChronoPage) []string {
 // pageThrough reads every page of status, limit jobs a page, from the start to the end
 // through the Older cursors, checking that each page's Newer cursor leads back to the
 // page before it; then from the last page back to the start through the Newer cursors.
-// It returns the ids of both walks in list order.
+// It returns the ids of both walks in list order. A bounded list (see Query.bounded)
+// has pages of any size, some empty, whose Newer cursors are not checked one by one.
 func pageThrough(t *testing.T, ctx context.Context, s *r.Session, table r.Term, status string, limit int) (forward, backward []string) {
 	t.Helper()
+	o, _ := orderOf(status)
+	bounded := Query{Status: status}.bounded(o)
 	var pages []ChronoPage
 	for cur := ""; ; {
-		p, err := Chrono(ctx, s, table, Query{Status: status, From: cur, Newer: false, Limit: limit})
+		p, err := Chrono(ctx, s, table, Query{Status: status, From: cur, Limit: limit})
 		require.NoError(t, err)
 		require.LessOrEqual(t, len(p.Jobs), limit)
-		if cur == "" {
+		switch {
+		case cur == "":
 			assert.Empty(t, p.Newer, "the first page has nothing before it")
-		} else {
+		case !bounded:
 			require.NotEmpty(t, p.Newer, "a later page has a page before it")
 			back, err := Chrono(ctx, s, table, Query{Status: status, From: p.Newer, Newer: true, Limit: limit})
 			require.NoError(t, err)
@@ -64,9 +68,16 @@ func pageThrough(t *testing.T, ctx context.Context, s *r.Session, table r.Term, 
 		require.Less(t, len(pages), 200, "the walk does not end")
 		cur = p.Older
 	}
-	last := pages[len(pages)-1]
-	backward = ids(last)
-	for cur := last.Newer; cur != ""; {
+	// Back from the last page that has a page before it (a bounded list may end on an
+	// empty page, which has none).
+	k := len(pages) - 1
+	for k > 0 && pages[k].Newer == "" {
+		k--
+	}
+	for _, p := range pages[k:] {
+		backward = append(backward, ids(p)...)
+	}
+	for cur := pages[k].Newer; cur != ""; {
 		p, err := Chrono(ctx, s, table, Query{Status: status, From: cur, Newer: true, Limit: limit})
 		require.NoError(t, err)
 		backward = append(ids(p), backward...)
@@ -170,6 +181,26 @@ func testChrono(t *testing.T, ties bool) {
 			assert.Equal(t, want, forward, "limit %d, forward", limit)
 			assert.Equal(t, want, backward, "limit %d, backward", limit)
 		}
+	})
+	t.Run("cancelled: newest finished first, a bounded page at a time", func(t *testing.T) {
+		var want []string
+		var cancelled []stored
+		for _, j := range jobs {
+			if j.status == job.Cancelled {
+				cancelled = append(cancelled, j)
+			}
+		}
+		slices.SortFunc(cancelled, func(a, b stored) int { return cmp.Or(b.at.Compare(a.at), cmp.Compare(b.id, a.id)) })
+		for _, j := range cancelled {
+			want = append(want, j.id)
+		}
+		for _, scan := range []int{SearchScan, 3} {
+			searchScan = scan
+			forward, backward := pageThrough(t, ctx, s, table, "cancelled", 2)
+			assert.Equal(t, want, forward, "looking at %d a page, forward", scan)
+			assert.Equal(t, want, backward, "looking at %d a page, backward", scan)
+		}
+		searchScan = SearchScan
 	})
 	t.Run("bad cursors and statuses without an order", func(t *testing.T) {
 		_, err := Chrono(ctx, s, table, Query{Status: "completed", From: "not a cursor", Limit: 5})
