@@ -57,7 +57,7 @@ type result struct {
 type flags struct {
 	addr, levels, cross, queries, scale       string
 	addN, latencyN, serverPID, procs, procsN  int
-	crossN, burst, rounds                     int
+	crossN, burst, rounds, bulkN              int
 	node, floor                               bool
 	childMode, childDB, childPart, cpuProfile string
 	childC                                    int
@@ -79,6 +79,7 @@ func parseFlags() flags {
 	flag.IntVar(&f.burst, "burst", 1000, "jobs of the burst added onto the most -cross workers (0: none)")
 	flag.StringVar(&f.queries, "queries", "", "batch sizes to compare the library's queries with the floor's at, query by query, e.g. 10,50 (empty: none)")
 	flag.StringVar(&f.scale, "scale", "", "finished-job counts to fill a table with and measure at, e.g. 0,100000,1000000 (empty: none)")
+	flag.IntVar(&f.bulkN, "bulk", 0, "finished jobs to fill a table with and remove in bulk (as rjq remove --status does) while measuring processing (0: none)")
 	flag.IntVar(&f.rounds, "rounds", 1, "times to repeat each throughput measurement (the best is reported)")
 	flag.StringVar(&f.childMode, "child", "", "internal: run as a worker process of a cross-process measurement")
 	flag.StringVar(&f.childDB, "child-db", "", "internal: the worker's database")
@@ -155,6 +156,9 @@ func (b bench) run(f flags) {
 	}
 	if f.cross != "" {
 		b.crossRows(f.cross, f.crossN, f.burst)
+	}
+	if f.bulkN > 0 {
+		bulkRows(b.ctx, b.addr, f.bulkN)
 	}
 }
 

@@ -30,6 +30,25 @@ type Filter struct {
 	Batch        int
 }
 
+// After each slice an action pauses PauseRatio times as long as the slice took (at
+// least minPause), as the Queue Master's retention does, so that a bulk action over a
+// hundred thousand jobs takes at most a seventh of one query stream of the server and
+// never starves processing.
+const (
+	PauseRatio = 6
+	minPause   = 10 * time.Millisecond
+)
+
+// pace waits after a slice that started at start, or until ctx ends.
+func pace(ctx context.Context, start time.Time) error {
+	select {
+	case <-time.After(max(PauseRatio*time.Since(start), minPause)):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 func (f Filter) batch() int {
 	if f.Batch < 1 || f.Batch > MaxBatch {
 		return MaxBatch
@@ -52,11 +71,18 @@ var ErrStatus = fmt.Errorf("%w status for this action", job.ErrInvalid)
 // move on their own, so reanimating them is safe; for failed ones the window is one
 // round trip.
 func Reanimate(ctx context.Context, s r.QueryExecutor, table r.Term, f Filter, reanimate func(ctx context.Context, ids []string) ([]string, error), progress func(total int)) (int, error) {
+	var start time.Time
 	if st := job.Status(f.Status); st != job.Failed && st != job.Terminated {
 		return 0, fmt.Errorf("%w: reanimate takes failed or terminated jobs, not %q", ErrStatus, f.Status)
 	}
 	total, stalled := 0, 0
-	for {
+	for slice := 0; ; slice++ {
+		if slice > 0 {
+			if err := pace(ctx, start); err != nil {
+				return total, err
+			}
+		}
+		start = time.Now()
 		// A closed range of one key rather than GetAll, which reqlite answers with nothing.
 		sel := table.Between(f.Status, f.Status, r.BetweenOpts{Index: rdb.IndexStatus, RightBound: "closed"})
 		if f.Name != "" {
@@ -97,7 +123,14 @@ func Remove(ctx context.Context, s r.QueryExecutor, table r.Term, f Filter, cuto
 		return 0, fmt.Errorf("%w: remove takes completed, cancelled or terminated jobs, not %q", ErrStatus, f.Status)
 	}
 	total := 0
-	for {
+	var start time.Time
+	for slice := 0; ; slice++ {
+		if slice > 0 {
+			if err := pace(ctx, start); err != nil {
+				return total, err
+			}
+		}
+		start = time.Now()
 		sel := table.Between(r.MinVal, cutoff, r.BetweenOpts{Index: rdb.IndexFinishedDateFinished}).
 			Filter(func(d r.Term) r.Term {
 				keep := d.Field("status").Eq(f.Status)
