@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/wirecount"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
@@ -48,7 +49,7 @@ func benchmarkProcess(b *testing.B, concurrency int) {
 
 	q, err := queue.New(ctx,
 		&queue.ConnectOptions{Host: proxy.Host(), Port: proxy.Port(), DB: db},
-		&queue.Options{DatabaseInitDelay: -1, Concurrency: concurrency, MasterInterval: -1, NoChangeFeed: true})
+		queuetest.Options(queue.Options{Concurrency: concurrency, MasterInterval: -1, NoChangeFeed: true}))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
@@ -67,8 +68,8 @@ func failoverRun(t *testing.T, c *cluster) {
 	}
 	opts := func(master bool) *queue.Options {
 		// The default heartbeat: a run's lease (Heartbeat + 1 s) outlasts a failover.
-		o := &queue.Options{Name: "failover", DatabaseInitDelay: -1, Concurrency: 5, Shards: 3, Replicas: 3,
-			MasterInterval: -1, EventBuffer: 1 << 14}
+		o := queuetest.Options(queue.Options{Name: "failover", Concurrency: 5, Shards: 3, Replicas: 3,
+			MasterInterval: -1, EventBuffer: 1 << 14})
 		if master {
 			o.MasterInterval = 5 * time.Second
 		}

@@ -43,7 +43,7 @@ func TestQueuesStartedTogetherShareOneTable(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			q, err := queue.New(ctx, connectTo(srv, db), &queue.Options{Name: "shared", DatabaseInitDelay: -1})
+			q, err := queue.New(ctx, connectTo(srv, db), queuetest.Options(queue.Options{Name: "shared"}))
 			if err == nil {
 				err = q.Ready(ctx)
 				t.Cleanup(func() { _ = q.Stop(context.Background()) })
@@ -82,7 +82,7 @@ func TestJobAdministrationEndToEnd(t *testing.T) {
 	db := testserver.DB(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	q, err := queue.New(ctx, connectTo(srv, db), &queue.Options{DatabaseInitDelay: -1})
+	q, err := queue.New(ctx, connectTo(srv, db), queuetest.Options(queue.Options{}))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, q.Stop(ctx)) }()
 
@@ -152,7 +152,7 @@ func TestManyQueuesProcessEachJobExactlyOnce(t *testing.T) {
 		mu.Unlock()
 		return nil, nil
 	}
-	workers := runWorkers(t, ctx, srv, db, queues, &queue.Options{Name: "race", DatabaseInitDelay: -1, Concurrency: 5},
+	workers := runWorkers(t, ctx, srv, db, queues, queuetest.Options(queue.Options{Name: "race", Concurrency: 5}),
 		jobs, func(q *queue.Queue, i int) *job.Job { return q.CreateJob(i) }, handler)
 	waitCompleted(t, ctx, workers[0], jobs, 2*time.Minute)
 	mu.Lock()
@@ -219,7 +219,7 @@ func TestAShardedTableProcessesEachJobOnceInPriorityOrder(t *testing.T) {
 		const queues, jobs = 4, 300
 		var mu sync.Mutex
 		calls := make(map[string]int, jobs)
-		workers := runWorkers(t, ctx, srv, db, queues, &queue.Options{Name: "sharded", DatabaseInitDelay: -1, Concurrency: 5, Shards: 3},
+		workers := runWorkers(t, ctx, srv, db, queues, queuetest.Options(queue.Options{Name: "sharded", Concurrency: 5, Shards: 3}),
 			jobs, func(q *queue.Queue, i int) *job.Job { return q.CreateJob(i).SetPriority(priorities[i%len(priorities)]) },
 			func(ctx context.Context, j *job.Job) (any, error) {
 				mu.Lock()
@@ -244,7 +244,7 @@ func TestAShardedTableProcessesEachJobOnceInPriorityOrder(t *testing.T) {
 		const jobs = 60
 		var mu sync.Mutex
 		var order []job.Priority
-		workers := runWorkers(t, ctx, srv, db, 1, &queue.Options{Name: "sharded", DatabaseInitDelay: -1, Concurrency: 1, Shards: 3},
+		workers := runWorkers(t, ctx, srv, db, 1, queuetest.Options(queue.Options{Name: "sharded", Concurrency: 1, Shards: 3}),
 			jobs, func(q *queue.Queue, i int) *job.Job { return q.CreateJob(i).SetPriority(priorities[i%len(priorities)]) },
 			func(ctx context.Context, j *job.Job) (any, error) {
 				mu.Lock()
@@ -308,7 +308,7 @@ func sideTablesRound(t *testing.T, srv testserver.Server) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			q, err := queue.New(ctx, connectTo(srv, db), &queue.Options{Name: "side", DatabaseInitDelay: -1, MasterInterval: -1})
+			q, err := queue.New(ctx, connectTo(srv, db), queuetest.Options(queue.Options{Name: "side", MasterInterval: -1}))
 			if err != nil {
 				errs[i] = err
 				return

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
@@ -22,7 +23,7 @@ func TestNodeWorkersShareTheQueue(t *testing.T) {
 	const name = "shared"
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	q, err := queue.New(ctx, connectTo(srv, db), &queue.Options{Name: name, DatabaseInitDelay: -1, MasterInterval: -1})
+	q, err := queue.New(ctx, connectTo(srv, db), queuetest.Options(queue.Options{Name: name, MasterInterval: -1}))
 	require.NoError(t, err)
 	defer q.Stop(ctx)
 	require.NoError(t, q.Ready(ctx))
@@ -100,7 +101,7 @@ func TestNodeMeetsTheFeaturesBeyondTheOriginal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	// A Go Queue Master (schedules) that processes nothing: the Node.js worker takes every job.
-	q, err := queue.New(ctx, connectTo(srv, db), &queue.Options{Name: name, DatabaseInitDelay: -1, MasterInterval: time.Hour})
+	q, err := queue.New(ctx, connectTo(srv, db), queuetest.Options(queue.Options{Name: name, MasterInterval: time.Hour}))
 	require.NoError(t, err)
 	defer q.Stop(ctx)
 	require.NoError(t, q.Ready(ctx))
@@ -173,7 +174,7 @@ func TestNodeMeetsTheFeaturesBeyondTheOriginal(t *testing.T) {
 
 	t.Run("heartbeats: a Node.js master does not take a live Go worker's job for orphaned", func(t *testing.T) {
 		reset(t)
-		worker, err := queue.New(ctx, connectTo(srv, db), &queue.Options{Name: name, DatabaseInitDelay: -1, MasterInterval: -1, Heartbeat: time.Second})
+		worker, err := queue.New(ctx, connectTo(srv, db), queuetest.Options(queue.Options{Name: name, MasterInterval: -1, Heartbeat: time.Second}))
 		require.NoError(t, err)
 		defer worker.Stop(ctx)
 		release := make(chan struct{})

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
@@ -58,7 +59,7 @@ func TestManyQueuesGroupCommitEachOutcomeOnce(t *testing.T) {
 		}
 		return n, nil
 	}
-	workers := runWorkers(t, ctx, srv, db, queues, &queue.Options{Name: "group", DatabaseInitDelay: -1, Concurrency: 10, MasterInterval: -1},
+	workers := runWorkers(t, ctx, srv, db, queues, queuetest.Options(queue.Options{Name: "group", Concurrency: 10, MasterInterval: -1}),
 		jobs, func(q *queue.Queue, i int) *job.Job { return q.CreateJob(i).SetRetryMax(1).SetRetryDelay(0) }, handler)
 	waitCompleted(t, ctx, workers[0], jobs, 4*time.Minute)
 	for _, q := range workers {
@@ -96,7 +97,7 @@ func TestConcurrentAddJobIsAllOrNothing(t *testing.T) {
 	db := testserver.DB(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	opts := &queue.Options{Name: "adds", DatabaseInitDelay: -1, MasterInterval: -1, NoChangeFeed: true}
+	opts := queuetest.Options(queue.Options{Name: "adds", MasterInterval: -1, NoChangeFeed: true})
 	a, err := queue.New(ctx, connectTo(srv, db), opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = a.Stop(context.Background()) })
@@ -155,7 +156,7 @@ func TestAddJobOfAHundredThousandJobs(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	q, err := queue.New(ctx, connectTo(srv, db), &queue.Options{Name: "big", DatabaseInitDelay: -1, MasterInterval: -1, NoChangeFeed: true})
+	q, err := queue.New(ctx, connectTo(srv, db), queuetest.Options(queue.Options{Name: "big", MasterInterval: -1, NoChangeFeed: true}))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = q.Stop(context.Background()) })
 	jobs := make([]*job.Job, n)

@@ -30,7 +30,7 @@ func TestCollectorOnAQueue(t *testing.T) {
 	defer cancel()
 	c := metrics.New()
 	q, err := queue.New(ctx, queuetest.ConnectTo(srv, testserver.DB(t)),
-		&queue.Options{DatabaseInitDelay: -1, Concurrency: 4, Metrics: c})
+		queuetest.Options(queue.Options{Concurrency: 4, Metrics: c}))
 	require.NoError(t, err)
 	defer func() { _ = q.Stop(context.Background()) }()
 	c.Watch(q)
@@ -91,7 +91,7 @@ func TestCollectorLabelsRunsByNameOnAQueue(t *testing.T) {
 	defer cancel()
 	c := metrics.NewWith(metrics.Options{NameLabels: 1})
 	q, err := queue.New(ctx, queuetest.ConnectTo(srv, testserver.DB(t)),
-		&queue.Options{DatabaseInitDelay: -1, Concurrency: 1, Metrics: c})
+		queuetest.Options(queue.Options{Concurrency: 1, Metrics: c}))
 	require.NoError(t, err)
 	defer func() { _ = q.Stop(context.Background()) }()
 	ended := q.Events(ctx, queue.EventCompleted)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/metrics"
@@ -42,7 +43,7 @@ func TestQueueStateGauges(t *testing.T) {
 	s := testserver.Session(t)
 	open := func(name string, feed bool) *queue.Queue {
 		q, err := queue.New(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: db},
-			&queue.Options{Name: name, DatabaseInitDelay: -1, MasterInterval: -1, Heartbeat: -1, NoChangeFeed: !feed})
+			queuetest.Options(queue.Options{Name: name, MasterInterval: -1, Heartbeat: -1, NoChangeFeed: !feed}))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = q.Stop(context.Background()) })
 		require.NoError(t, q.Ready(ctx))

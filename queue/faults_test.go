@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/wirecount"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
@@ -54,7 +55,7 @@ func TestLostAnswersNeitherLoseNorRepeatWork(t *testing.T) {
 			f := newFixture(t, &queue.Options{MasterInterval: -1, NoChangeFeed: true})
 			// No heartbeats: two goroutines redialling at once after a lost answer meet the
 			// driver's own data race (rethinkdb/rethinkdb-go#488).
-			q, proxy := faultyQueue(t, f, &queue.Options{MasterInterval: -1, NoChangeFeed: true, DatabaseInitDelay: -1, Heartbeat: -1})
+			q, proxy := faultyQueue(t, f, queuetest.Options(queue.Options{MasterInterval: -1, NoChangeFeed: true, Heartbeat: -1}))
 			jobs := make([]*job.Job, 4)
 			for i := range jobs {
 				jobs[i] = q.CreateJob(i)
@@ -96,7 +97,7 @@ func TestLostAnswersNeitherLoseNorRepeatWork(t *testing.T) {
 // sends again finds the call's own documents, not another writer's.
 func TestAddJobWithALostAnswerSucceeds(t *testing.T) {
 	f := newFixture(t, &queue.Options{MasterInterval: -1, NoChangeFeed: true})
-	q, proxy := faultyQueue(t, f, &queue.Options{MasterInterval: -1, NoChangeFeed: true, DatabaseInitDelay: -1})
+	q, proxy := faultyQueue(t, f, queuetest.Options(queue.Options{MasterInterval: -1, NoChangeFeed: true}))
 	proxy.LoseAnswers(1, job.MessageAdded)
 	jobs := []*job.Job{q.CreateJob(1), q.CreateJob(2)}
 	added, err := q.AddJob(testContext(t), jobs...)

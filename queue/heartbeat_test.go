@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
@@ -28,7 +29,7 @@ func TestHelperWorkerProcess(t *testing.T) {
 	host, portText, _ := net.SplitHostPort(os.Getenv("RJQ_TEST_ADDR"))
 	port, _ := strconv.Atoi(portText)
 	q, err := queue.New(context.Background(), &queue.ConnectOptions{Host: host, Port: port, DB: db},
-		&queue.Options{DatabaseInitDelay: -1, MasterInterval: -1, Heartbeat: time.Second})
+		queuetest.Options(queue.Options{MasterInterval: -1, Heartbeat: time.Second}))
 	require.NoError(t, err)
 	require.NoError(t, q.Process(func(ctx context.Context, _ *job.Job) (any, error) {
 		<-ctx.Done()

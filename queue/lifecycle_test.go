@@ -155,7 +155,7 @@ func TestStopKeepsAGivenSession(t *testing.T) {
 	db := testserver.DB(t)
 	session := testserver.Session(t)
 	ctx := testContext(t)
-	q, err := queue.New(ctx, &queue.ConnectOptions{Session: session, DB: db}, &queue.Options{DatabaseInitDelay: -1})
+	q, err := queue.New(ctx, &queue.ConnectOptions{Session: session, DB: db}, queuetest.Options(queue.Options{}))
 	require.NoError(t, err)
 	require.NoError(t, q.Ready(ctx))
 	assert.Equal(t, queue.DefaultHost, q.Host(), "an injected session reports the given (default) host")
@@ -243,7 +243,7 @@ func TestConnectThroughAddresses(t *testing.T) {
 	srv := testserver.Get(t)
 	ctx := testContext(t)
 	q, err := queue.New(ctx, &queue.ConnectOptions{Addresses: []string{srv.Addr}, DB: testserver.DB(t)},
-		&queue.Options{DatabaseInitDelay: -1, MasterInterval: -1})
+		queuetest.Options(queue.Options{MasterInterval: -1}))
 	require.NoError(t, err)
 	defer q.Stop(context.Background())
 	require.NoError(t, q.Ready(ctx))

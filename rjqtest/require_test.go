@@ -39,7 +39,7 @@ func processing(t *testing.T) *queue.Queue {
 	t.Helper()
 	srv := testserver.Get(t)
 	q, err := queue.New(t.Context(), queuetest.ConnectTo(srv, testserver.DB(t)),
-		&queue.Options{DatabaseInitDelay: -1, Name: "rjqtest"})
+		queuetest.Options(queue.Options{Name: "rjqtest"}))
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		if err := q.Stop(context.Background()); err != nil && !errors.Is(err, queue.ErrStopped) {
@@ -142,7 +142,7 @@ func TestRunAgreesWithAQueue(t *testing.T) {
 
 	srv := testserver.Get(t)
 	q, err := queue.New(t.Context(), queuetest.ConnectTo(srv, testserver.DB(t)),
-		&queue.Options{DatabaseInitDelay: -1, Concurrency: 4})
+		queuetest.Options(queue.Options{Concurrency: 4}))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = q.Stop(context.Background()) })
 	require.NoError(t, q.Ready(t.Context()))

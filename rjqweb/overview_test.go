@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
@@ -34,7 +35,7 @@ type overviewResponse struct {
 // open opens another queue of the fixture's database, ready, stopped when the test ends.
 func (f *fixture) open(ctx context.Context, name string) (*queue.Queue, error) {
 	q, err := queue.New(ctx, &queue.ConnectOptions{Session: f.session, DB: f.db},
-		&queue.Options{Name: name, DatabaseInitDelay: -1, MasterInterval: -1, Heartbeat: -1})
+		queuetest.Options(queue.Options{Name: name, MasterInterval: -1, Heartbeat: -1}))
 	if err != nil {
 		return nil, err
 	}

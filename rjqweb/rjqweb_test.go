@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
@@ -44,7 +45,7 @@ func newFixture(t *testing.T) *fixture {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	q, err := queue.New(ctx, &queue.ConnectOptions{Session: f.session, DB: f.db},
-		&queue.Options{Name: testQueue, DatabaseInitDelay: -1, MasterInterval: -1, Heartbeat: -1})
+		queuetest.Options(queue.Options{Name: testQueue, MasterInterval: -1, Heartbeat: -1}))
 	require.NoError(t, err)
 	f.q = q
 	require.NoError(t, q.Ready(ctx))

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
@@ -48,7 +49,7 @@ func TestBulkReanimateAndRemove(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	q, err := queue.New(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: db},
-		&queue.Options{DatabaseInitDelay: -1, MasterInterval: -1, Heartbeat: -1})
+		queuetest.Options(queue.Options{MasterInterval: -1, Heartbeat: -1}))
 	require.NoError(t, err)
 	defer func() { _ = q.Stop(context.Background()) }()
 	require.NoError(t, q.Ready(ctx))

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
@@ -16,7 +17,7 @@ import (
 // Documents written by hand with a field of a wrong type never break summary, list or
 // show: the lists print, and show of such a job says what is wrong without a crash.
 func TestGarbageDocumentsNeverBreakTheCommands(t *testing.T) {
-	q, db, addr, ctx := newQueue(t, &queue.Options{DatabaseInitDelay: -1, MasterInterval: -1})
+	q, db, addr, ctx := newQueue(t, queuetest.Options(queue.Options{MasterInterval: -1}))
 	added, err := q.AddJob(ctx, q.CreateJob("good"))
 	require.NoError(t, err)
 	session := testserver.Session(t)

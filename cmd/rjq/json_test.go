@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
 
@@ -14,7 +15,7 @@ import (
 // parse, of the shape it expects: objects for single results, arrays for lists (empty
 // ones included, never null).
 func TestJSONOutput(t *testing.T) {
-	q, db, addr, ctx := newQueue(t, &queue.Options{DatabaseInitDelay: -1, MasterInterval: -1})
+	q, db, addr, ctx := newQueue(t, queuetest.Options(queue.Options{MasterInterval: -1}))
 	jobs, err := q.AddJob(ctx, q.CreateJob("a"), q.CreateJob("b"), q.CreateJob("c"))
 	require.NoError(t, err)
 	bin := binary(t)

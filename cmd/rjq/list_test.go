@@ -9,13 +9,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
 
 // One status pages in its time order, both ways, by the cursors each page prints.
 func TestListPagesOneStatusInTimeOrderBothWays(t *testing.T) {
-	q, db, addr, ctx := newQueue(t, &queue.Options{DatabaseInitDelay: -1, MasterInterval: -1, Concurrency: 1})
+	q, db, addr, ctx := newQueue(t, queuetest.Options(queue.Options{MasterInterval: -1, Concurrency: 1}))
 	completed := q.Events(ctx, queue.EventCompleted)
 	require.NoError(t, q.Process(func(context.Context, *job.Job) (any, error) { return nil, nil }))
 	// One at a time, so that each finishes after the one before: the newest is the last.

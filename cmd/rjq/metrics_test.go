@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
@@ -29,7 +30,7 @@ func TestWebMetrics(t *testing.T) {
 	defer cancel()
 	const name = "metered"
 	lib, err := queue.New(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: db},
-		&queue.Options{Name: name, DatabaseInitDelay: -1, MasterInterval: -1})
+		queuetest.Options(queue.Options{Name: name, MasterInterval: -1}))
 	require.NoError(t, err)
 	defer func() { _ = lib.Stop(context.Background()) }()
 	require.NoError(t, lib.Ready(ctx))

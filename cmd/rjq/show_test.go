@@ -13,12 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rjqgo/rethinkdb-job-queue/internal/listing"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
 
 func TestShowRuns(t *testing.T) {
-	q, db, addr, ctx := newQueue(t, &queue.Options{DatabaseInitDelay: -1, MasterInterval: -1})
+	q, db, addr, ctx := newQueue(t, queuetest.Options(queue.Options{MasterInterval: -1}))
 	ended := q.Events(ctx, queue.EventTerminated)
 	added, err := q.AddJob(ctx, q.CreateJob("x").SetRetryMax(1).SetRetryDelay(0))
 	require.NoError(t, err)

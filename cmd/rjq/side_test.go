@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
@@ -16,7 +17,7 @@ import (
 // workers, schedules and limits show what a processing queue registered, set and
 // scheduled, as text and as JSON.
 func TestWorkersSchedulesAndLimits(t *testing.T) {
-	q, db, addr, ctx := newQueue(t, &queue.Options{DatabaseInitDelay: -1, MasterInterval: -1, Concurrency: 3})
+	q, db, addr, ctx := newQueue(t, queuetest.Options(queue.Options{MasterInterval: -1, Concurrency: 3}))
 	bin := binary(t)
 	base := []string{"--addr", addr, "--db", db}
 
@@ -54,7 +55,7 @@ func TestWorkersSchedulesAndLimits(t *testing.T) {
 
 // add adds the job it is given, and refuses bad input without writing anything.
 func TestAddAddsAJobByHand(t *testing.T) {
-	q, db, addr, ctx := newQueue(t, &queue.Options{DatabaseInitDelay: -1, MasterInterval: -1})
+	q, db, addr, ctx := newQueue(t, queuetest.Options(queue.Options{MasterInterval: -1}))
 	bin := binary(t)
 	base := []string{"--addr", addr, "--db", db}
 

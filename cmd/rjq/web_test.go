@@ -26,6 +26,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
@@ -149,7 +150,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	defer cancel()
 	const name = "emails"
 	lib, err := queue.New(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: db},
-		&queue.Options{Name: name, DatabaseInitDelay: -1, MasterInterval: -1, NoChangeFeed: true})
+		queuetest.Options(queue.Options{Name: name, MasterInterval: -1, NoChangeFeed: true}))
 	require.NoError(t, err)
 	defer func() { _ = lib.Stop(context.Background()) }()
 	require.NoError(t, lib.Ready(ctx))
@@ -235,7 +236,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	finish := func() { closeSteps.Do(func() { close(steps) }) }
 	defer finish()
 	worker, err := queue.New(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: db},
-		&queue.Options{Name: name, DatabaseInitDelay: -1, MasterInterval: -1, Concurrency: 2}) // the feed wakes it for new jobs
+		queuetest.Options(queue.Options{Name: name, MasterInterval: -1, Concurrency: 2})) // the feed wakes it for new jobs
 	require.NoError(t, err)
 	defer func() { _ = worker.Stop(context.Background()) }()
 	require.NoError(t, worker.Ready(ctx))
@@ -323,7 +324,7 @@ func TestDashboardInABrowser(t *testing.T) {
 
 	t.Run("the overview lists every queue and links to each one's dashboard", func(t *testing.T) {
 		reports, err := queue.New(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: db},
-			&queue.Options{Name: "reports", DatabaseInitDelay: -1, MasterInterval: -1, NoChangeFeed: true})
+			queuetest.Options(queue.Options{Name: "reports", MasterInterval: -1, NoChangeFeed: true}))
 		require.NoError(t, err)
 		defer func() { _ = reports.Stop(context.Background()) }()
 		_, err = reports.AddJob(ctx, reports.CreateJob(1).SetName("quarterly"), reports.CreateJob(2).SetName("quarterly"))

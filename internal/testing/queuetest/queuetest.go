@@ -30,3 +30,11 @@ func Context(tb testing.TB, d time.Duration) context.Context {
 	tb.Cleanup(cancel)
 	return ctx
 }
+
+// Options returns o for a test's queue: the database assertion starts at once
+// (DatabaseInitDelay -1) instead of after the default delay, which spreads out the
+// queues of a real deployment that start together.
+func Options(o queue.Options) *queue.Options {
+	o.DatabaseInitDelay = -1
+	return &o
+}
