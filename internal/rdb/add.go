@@ -113,6 +113,16 @@ func (t *Table) InsertAll(ctx context.Context, ids []string, docs []any) error {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, addInFlight)
+	if len(chunks) == 1 {
+		// One chunk (most calls add a job or a few): on this goroutine, without the
+		// handoff to another and back, which an idle process pays in wake-ups.
+		found, err := t.insertChunk(ctx, ids, docs)
+		errs[0] = err
+		if len(found) > 0 {
+			exists = append(exists, found)
+		}
+		chunks = nil
+	}
 	for i, c := range chunks {
 		wg.Go(func() {
 			sem <- struct{}{}
