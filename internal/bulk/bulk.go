@@ -59,7 +59,8 @@ func (f Filter) batch() int {
 // ErrStatus is wrapped by the error of an action given a status it does not take.
 var ErrStatus = fmt.Errorf("%w status for this action", job.ErrInvalid)
 
-// Reanimate reanimates every failed or terminated job of f through reanimate (the
+// Reanimate reanimates every failed or terminated job of f that ended before it began
+// through reanimate (the
 // queue's ReanimateJob, which writes the jobs as every queue expects them: log entry,
 // events), a slice at a time through the status index, and calls progress after each
 // slice with the count so far. Reanimated jobs leave the status, so each slice is read
@@ -75,6 +76,13 @@ func Reanimate(ctx context.Context, s r.QueryExecutor, table r.Term, f Filter, r
 	if st := job.Status(f.Status); st != job.Failed && st != job.Terminated {
 		return 0, fmt.Errorf("%w: reanimate takes failed or terminated jobs, not %q", ErrStatus, f.Status)
 	}
+	// Only the jobs that ended before the walk began: a reanimated job that a worker runs
+	// and fails again meanwhile comes back to the status, and the walk would never end.
+	// The server's clock, which the workers' outcomes are compared with too.
+	var began time.Time
+	if err := readOne(ctx, s, r.Now(), &began); err != nil {
+		return 0, err
+	}
 	total, stalled := 0, 0
 	for slice := 0; ; slice++ {
 		if slice > 0 {
@@ -84,10 +92,13 @@ func Reanimate(ctx context.Context, s r.QueryExecutor, table r.Term, f Filter, r
 		}
 		start = time.Now()
 		// A closed range of one key rather than GetAll, which reqlite answers with nothing.
-		sel := table.Between(f.Status, f.Status, r.BetweenOpts{Index: rdb.IndexStatus, RightBound: "closed"})
-		if f.Name != "" {
-			sel = sel.Filter(func(d r.Term) r.Term { return d.Field("name").Eq(f.Name) })
-		}
+		sel := table.Between(f.Status, f.Status, r.BetweenOpts{Index: rdb.IndexStatus, RightBound: "closed"}).Filter(func(d r.Term) r.Term {
+			keep := r.Branch(d.HasFields("dateFinished"), d.Field("dateFinished").Lt(began), true)
+			if f.Name != "" {
+				keep = keep.And(d.Field("name").Eq(f.Name))
+			}
+			return keep
+		})
 		var ids []string
 		if err := readAll(ctx, s, sel.Limit(f.batch()).Field("id"), &ids); err != nil {
 			return total, err
