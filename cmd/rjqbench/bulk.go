@@ -25,19 +25,11 @@ type bulkResult struct {
 // again while bulk.Remove deletes the finished ones, which it waits for.
 func measureBulk(ctx context.Context, addr string, n int) (bulkResult, error) {
 	var res bulkResult
-	s, db, drop, err := scratch(addr)
+	s, db, q, done, err := filledTable(ctx, addr, n)
 	if err != nil {
 		return res, err
 	}
-	defer drop()
-	if err := fillFinished(ctx, addr, db, n); err != nil {
-		return res, fmt.Errorf("fill %d finished jobs: %w", n, err)
-	}
-	q, err := newQueue(ctx, addr, db, queue.Options{NoChangeFeed: true, Concurrency: 50, RemoveFinishedJobs: queue.KeepFinishedJobs})
-	if err != nil {
-		return res, err
-	}
-	defer q.Stop(context.Background())
+	defer done()
 	events := q.Events(ctx, queue.EventCompleted, queue.EventError)
 	if err := q.Process(func(context.Context, *job.Job) (any, error) { return nil, nil }); err != nil {
 		return res, err

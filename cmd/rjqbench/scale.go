@@ -44,19 +44,11 @@ const scaleJobs = 5000
 
 func measureScale(ctx context.Context, addr string, n int, cpu cpuMeter) (scaleResult, error) {
 	res := scaleResult{n: n}
-	s, db, drop, err := scratch(addr)
+	s, db, q, done, err := filledTable(ctx, addr, n)
 	if err != nil {
 		return res, err
 	}
-	defer drop()
-	if err := fillFinished(ctx, addr, db, n); err != nil {
-		return res, fmt.Errorf("fill %d finished jobs: %w", n, err)
-	}
-	q, err := newQueue(ctx, addr, db, queue.Options{NoChangeFeed: true, Concurrency: 50, RemoveFinishedJobs: queue.KeepFinishedJobs})
-	if err != nil {
-		return res, err
-	}
-	defer q.Stop(context.Background())
+	defer done()
 	if err := measureReads(ctx, s, addr, db, q, &res); err != nil {
 		return res, err
 	}
@@ -146,6 +138,26 @@ func processDuringRetention(ctx context.Context, addr, db string, q *queue.Queue
 		return fmt.Errorf("retention review: %w", err)
 	}
 	return nil
+}
+
+// filledTable makes a scratch database whose queue table holds n finished jobs, and a
+// worker queue of concurrency 50 on it (no changefeed, keeping finished jobs); done
+// stops the queue and drops the database.
+func filledTable(ctx context.Context, addr string, n int) (s *r.Session, db string, q *queue.Queue, done func(), err error) {
+	s, db, drop, err := scratch(addr)
+	if err != nil {
+		return nil, "", nil, nil, err
+	}
+	if err := fillFinished(ctx, addr, db, n); err != nil {
+		drop()
+		return nil, "", nil, nil, fmt.Errorf("fill %d finished jobs: %w", n, err)
+	}
+	q, err = newQueue(ctx, addr, db, queue.Options{NoChangeFeed: true, Concurrency: 50, RemoveFinishedJobs: queue.KeepFinishedJobs})
+	if err != nil {
+		drop()
+		return nil, "", nil, nil, err
+	}
+	return s, db, q, func() { _ = q.Stop(context.Background()); drop() }, nil
 }
 
 // newMaster opens a queue on db that reviews only when asked, removing finished jobs
