@@ -14,6 +14,7 @@ import (
 
 	"github.com/rjqgo/rethinkdb-job-queue/internal/bulk"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/listing"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
@@ -333,6 +334,39 @@ func (d *dashboard) events(w http.ResponseWriter, req *http.Request) {
 			fmt.Fprintf(w, "data: %s\n\n", b)
 			flusher.Flush()
 		}
+	}
+}
+
+// jobFeed streams a message each time the job changes, from a changefeed on the one job
+// (the first at once, for its current value), so that its page shows its progress and
+// log as any worker writes them, Go or Node.js. It ends with the request, or when the
+// feed does (the queue stopped, the session closed).
+func (d *dashboard) jobFeed(w http.ResponseWriter, req *http.Request) {
+	id, err := jobID(req)
+	if err != nil {
+		httpError(w, err)
+		return
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	t := &rdb.Table{Session: d.s, DB: d.q.DB(), Name: d.q.Name()}
+	cur, err := t.FollowJob(req.Context(), id)
+	if err != nil {
+		httpError(w, err)
+		return
+	}
+	defer cur.Close()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	fmt.Fprint(w, ": connected\n\n")
+	flusher.Flush()
+	var change map[string]any
+	for cur.Next(&change) {
+		fmt.Fprint(w, "data: changed\n\n")
+		flusher.Flush()
 	}
 }
 

@@ -241,6 +241,7 @@ func (d *dashboard) mux() http.Handler {
 	mux.HandleFunc("GET /api/queues", d.queues)
 	mux.HandleFunc("GET /api/jobs", d.jobs)
 	mux.HandleFunc("GET /api/jobs/{id}", d.job)
+	mux.HandleFunc("GET /api/jobs/{id}/feed", d.jobFeed)
 	mux.Handle("POST /api/jobs/{id}/{action}", d.writable(d.act))
 	mux.Handle("POST /api/bulk/{action}", d.writable(d.bulk))
 	mux.HandleFunc("GET /api/side", d.side)

@@ -325,3 +325,46 @@ func TestMountedEvents(t *testing.T) {
 	}
 	t.Fatalf("no added event for the job: %v", lines.Err())
 }
+
+// A job's feed sends a message for its current value, then one for each change to it.
+func TestJobFeed(t *testing.T) {
+	f := newFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", f.srv.URL+"/ro/api/jobs/"+f.waiting+"/feed", nil)
+	require.NoError(t, err)
+	req.SetBasicAuth("ops", "pw")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	require.Equal(t, 200, res.StatusCode)
+	assert.Equal(t, "text/event-stream", res.Header.Get("Content-Type"))
+	messages := make(chan string, 16)
+	go func() {
+		lines := bufio.NewScanner(res.Body)
+		for lines.Scan() {
+			if data, ok := strings.CutPrefix(lines.Text(), "data: "); ok {
+				messages <- data
+			}
+		}
+		close(messages)
+	}()
+	next := func(what string) {
+		t.Helper()
+		select {
+		case m, ok := <-messages:
+			require.True(t, ok, "the feed ended before %s", what)
+			assert.Equal(t, "changed", m)
+		case <-ctx.Done():
+			t.Fatalf("no message for %s", what)
+		}
+	}
+	next("the job's current value")
+	got, err := f.q.GetJob(ctx, f.waiting)
+	require.NoError(t, err)
+	require.NoError(t, got[0].AddLog(ctx, nil, "a note from the test", "", ""))
+	next("the log entry")
+
+	res2, body := f.do(t, request{path: "/ro/api/jobs/not-an-id/feed"})
+	assert.Equal(t, http.StatusBadRequest, res2.StatusCode, body)
+}
