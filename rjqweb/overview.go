@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -71,11 +72,11 @@ func (o *others) dashboard(ctx context.Context, name string) (*dashboard, error)
 	defer cancel()
 	// Open only what is a queue already: a queue opened on any other name would create
 	// its table.
-	queues, err := listing.Queues(ctx, o.opts.Session, o.opts.Queue.DB(), time.Now())
+	names, err := listing.QueueNames(ctx, o.opts.Session, o.opts.Queue.DB())
 	if err != nil {
 		return nil, err
 	}
-	if !isQueue(queues, name) {
+	if !slices.Contains(names, name) {
 		return nil, notFound(fmt.Sprintf("no queue %q in database %s", name, o.opts.Queue.DB()))
 	}
 	q, err := o.opts.Open(ctx, name)
@@ -95,15 +96,6 @@ func (o *others) dashboard(ctx context.Context, name string) (*dashboard, error)
 
 // notFound is an error that answers 404.
 func notFound(msg string) error { return fmt.Errorf("%s: %w", msg, job.ErrNotFound) }
-
-func isQueue(queues []listing.Queue, name string) bool {
-	for _, q := range queues {
-		if q.Name == name {
-			return true
-		}
-	}
-	return false
-}
 
 // href is the link from the page of the queue whose dashboard is at from to the page of
 // the queue name, relative so that it holds under any prefix and behind a proxy.

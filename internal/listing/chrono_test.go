@@ -146,16 +146,7 @@ func testChrono(t *testing.T, ties bool) {
 		if ties {
 			want = append(want, "garbage") // a string sorts after every time: first, newest first
 		}
-		var done []stored
-		for _, j := range jobs {
-			if j.status == job.Completed {
-				done = append(done, j)
-			}
-		}
-		slices.SortFunc(done, func(a, b stored) int { return cmp.Or(b.at.Compare(a.at), cmp.Compare(b.id, a.id)) })
-		for _, j := range done {
-			want = append(want, j.id)
-		}
+		want = append(want, newestFinished(jobs, job.Completed)...)
 		for _, limit := range []int{1, 4, 7, 100} {
 			forward, backward := pageThrough(t, ctx, s, table, "completed", limit)
 			assert.Equal(t, want, forward, "limit %d, forward", limit)
@@ -183,17 +174,7 @@ func testChrono(t *testing.T, ties bool) {
 		}
 	})
 	t.Run("cancelled: newest finished first, a bounded page at a time", func(t *testing.T) {
-		var want []string
-		var cancelled []stored
-		for _, j := range jobs {
-			if j.status == job.Cancelled {
-				cancelled = append(cancelled, j)
-			}
-		}
-		slices.SortFunc(cancelled, func(a, b stored) int { return cmp.Or(b.at.Compare(a.at), cmp.Compare(b.id, a.id)) })
-		for _, j := range cancelled {
-			want = append(want, j.id)
-		}
+		want := newestFinished(jobs, job.Cancelled)
 		for _, scan := range []int{SearchScan, 3} {
 			searchScan = scan
 			forward, backward := pageThrough(t, ctx, s, table, "cancelled", 2)
@@ -208,6 +189,23 @@ func testChrono(t *testing.T, ties bool) {
 		_, err = Chrono(ctx, s, table, Query{Limit: 5})
 		assert.ErrorIs(t, err, job.ErrInvalid)
 	})
+}
+
+// newestFinished are the ids of the jobs of status, newest dateFinished first, ties by id
+// from the highest: the order of a finished list.
+func newestFinished(jobs []stored, status job.Status) []string {
+	var of []stored
+	for _, j := range jobs {
+		if j.status == status {
+			of = append(of, j)
+		}
+	}
+	slices.SortFunc(of, func(a, b stored) int { return cmp.Or(b.at.Compare(a.at), cmp.Compare(b.id, a.id)) })
+	ids := make([]string, len(of))
+	for i, j := range of {
+		ids[i] = j.id
+	}
+	return ids
 }
 
 func TestChronoSearchesDataAndLogsAPageOfJobsAtATime(t *testing.T) {

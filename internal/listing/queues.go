@@ -3,7 +3,6 @@ package listing
 import (
 	"context"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +36,23 @@ type Queue struct {
 // parallel, so the overview answers in milliseconds however many finished jobs they keep.
 // A queue that cannot be read is listed with its Error.
 func Queues(ctx context.Context, s r.QueryExecutor, db string, now time.Time) ([]Queue, error) {
+	names, err := QueueNames(ctx, s, db)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Queue, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		out[i].Name = name
+		wg.Go(func() { readQueue(ctx, s, db, now, &out[i]) })
+	}
+	wg.Wait()
+	return out, nil
+}
+
+// QueueNames lists the queue tables of database db, in name order, with one query and
+// no document read (see Queues for what makes a table a queue).
+func QueueNames(ctx context.Context, s r.QueryExecutor, db string) ([]string, error) {
 	var tables []struct {
 		Name    string   `rethinkdb:"name"`
 		Indexes []string `rethinkdb:"indexes"`
@@ -51,19 +67,14 @@ func Queues(ctx context.Context, s r.QueryExecutor, db string, now time.Time) ([
 	if err := cur.All(&tables); err != nil {
 		return nil, err
 	}
-	var out []Queue
+	var names []string
 	for _, t := range tables {
 		if slices.Contains(t.Indexes, rdb.IndexStatus) && slices.Contains(t.Indexes, rdb.IndexInactivePriorityDateCreated) {
-			out = append(out, Queue{Name: t.Name})
+			names = append(names, t.Name)
 		}
 	}
-	slices.SortFunc(out, func(a, b Queue) int { return strings.Compare(a.Name, b.Name) })
-	var wg sync.WaitGroup
-	for i := range out {
-		wg.Go(func() { readQueue(ctx, s, db, now, &out[i]) })
-	}
-	wg.Wait()
-	return out, nil
+	slices.Sort(names)
+	return names, nil
 }
 
 // readQueue fills q's counts, pause, oldest waiting job and workers.
