@@ -451,3 +451,75 @@ func TestProcessLogLimit(t *testing.T) {
 	assert.Contains(t, messages(got.Log), job.MessageLogsTruncated)
 	assert.Equal(t, job.Completed, got.Status)
 }
+
+func TestAJobAddedToAnIdleQueueIsInsertedClaimed(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	events := f.q.Events(testContext(t))
+	release := make(chan struct{})
+	got := make(chan *job.Job, 1)
+	require.NoError(t, f.q.Process(func(ctx context.Context, j *job.Job) (any, error) {
+		got <- j
+		<-release
+		return nil, nil
+	}))
+	waitFor(t, events, queue.EventIdle, "")
+
+	type payload struct {
+		N    int
+		Tags []string
+		At   time.Time
+	}
+	sent := payload{N: 7, Tags: []string{"a"}, At: time.Now().UTC().Truncate(time.Millisecond)}
+	j := f.q.CreateJob(sent)
+	added, err := f.q.AddJob(testContext(t), j)
+	require.NoError(t, err)
+	assert.Equal(t, 1, f.q.Running(), "running when AddJob returns: no claim query came between")
+	assert.Same(t, j, added[0])
+	assert.Equal(t, job.Active, j.Status, "AddJob returns the job as stored")
+	assert.Equal(t, 1, j.ProcessCount)
+	assert.Equal(t, []string{job.MessageAdded, job.MessageActive}, messages(j.Log))
+	waitFor(t, events, queue.EventAdded, j.ID)
+	waitFor(t, events, queue.EventActive, j.ID)
+
+	var run *job.Job
+	select {
+	case run = <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the handler did not start")
+	}
+	assert.NotSame(t, j, run, "the handler has a job of its own")
+	stored := f.get(t, j.ID)
+	assert.Equal(t, stored, run, "the handler's job is the stored one, as a claim would have read it")
+	assert.Equal(t, f.q.ID(), stored.QueueID)
+	var p payload
+	require.NoError(t, run.DataAs(&p))
+	assert.Equal(t, sent.N, p.N)
+	assert.Equal(t, sent.Tags, p.Tags)
+	assert.True(t, sent.At.Equal(p.At))
+
+	close(release)
+	waitFor(t, events, queue.EventCompleted, j.ID)
+	done := f.get(t, j.ID)
+	assert.Equal(t, job.Completed, done.Status)
+	assert.Equal(t, []string{job.MessageAdded, job.MessageActive, job.MessageCompleted}, messages(done.Log))
+}
+
+func TestABusyQueueAddsJobsWaiting(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	events := f.q.Events(testContext(t))
+	release := make(chan struct{})
+	require.NoError(t, f.q.Process(func(ctx context.Context, j *job.Job) (any, error) {
+		<-release
+		return nil, nil
+	}))
+	waitFor(t, events, queue.EventIdle, "")
+	first := f.add(t, 1)[0]
+	assert.Equal(t, job.Active, first.Status, "the one slot was free")
+	second := f.add(t, 1)[0]
+	assert.Equal(t, job.Waiting, second.Status, "no slot free: added waiting, for a claim")
+	assert.Equal(t, job.Waiting, f.get(t, second.ID).Status)
+	close(release)
+	waitFor(t, events, queue.EventCompleted, second.ID)
+}

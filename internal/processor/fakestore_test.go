@@ -106,8 +106,28 @@ func (s *fakeStore) Claim(_ context.Context, _ rdb.Store, claims []rdb.Claim) (r
 	return res, nil
 }
 
-func (s *fakeStore) ReadClaimedHere(context.Context, rdb.Store, []string) ([]*job.Job, error) {
-	return nil, nil
+func (s *fakeStore) ReadClaimedHere(_ context.Context, _ rdb.Store, ids []string) ([]*job.Job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*job.Job
+	for _, id := range ids {
+		if j, ok := s.jobs[id]; ok && j.Status == job.Active && j.QueueID == s.queueID {
+			cp := *j
+			out = append(out, &cp)
+		}
+	}
+	return out, nil
+}
+
+// insertClaimed puts a job in the table as an insert of a job claimed here would.
+func (s *fakeStore) insertClaimed() *job.Job {
+	j := job.New(nil, job.Options{})
+	j.Status, j.ProcessCount, j.QueueID, j.DateStarted = job.Active, 1, s.queueID, time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.jobs[j.ID] = j
+	c := *j
+	return &c
 }
 
 func (s *fakeStore) Finish(_ context.Context, outs []rdb.Outcome) ([]string, error) {

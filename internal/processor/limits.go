@@ -20,6 +20,9 @@ type limiter struct {
 
 	read   time.Time
 	limits map[string]Limiting
+	// none is set while the limits are known and there are none (see Reserve); under mu,
+	// like stale.
+	none bool
 	// emptyUntil holds back a rate-limited name whose bucket was found empty, until its
 	// next token.
 	emptyUntil map[string]time.Time
@@ -41,7 +44,13 @@ func (p *producer) refreshLimits(ctx context.Context, now time.Time) {
 	due := l.stale || now.Sub(l.read) >= limitsRefresh
 	l.stale = false
 	l.mu.Unlock()
-	if !due || p.p.cfg.Limits == nil {
+	if p.p.cfg.Limits == nil {
+		l.mu.Lock()
+		l.none = true
+		l.mu.Unlock()
+		return
+	}
+	if !due {
 		return
 	}
 	l.read = now // after a failure too: the next try is limitsRefresh later
@@ -50,7 +59,9 @@ func (p *producer) refreshLimits(ctx context.Context, now time.Time) {
 		p.p.cfg.Log.Warn("reading the limits failed; the known ones stay", "err", err)
 		return
 	}
-	l.limits = limits
+	l.mu.Lock()
+	l.limits, l.none = limits, len(limits) == 0
+	l.mu.Unlock()
 }
 
 // held returns the job names a claim at now leaves out: outside their window, or with an

@@ -266,6 +266,8 @@ type activity struct {
 	running  int
 	claiming bool
 	pending  int
+	// reserved counts the slots Reserve holds for jobs being inserted already claimed.
+	reserved int
 	// starved is set when the producer found nothing to claim, until it claims again;
 	// announced once idle was raised for it.
 	starved, announced bool
@@ -278,7 +280,7 @@ type activity struct {
 func (a *activity) idleNow() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !a.starved || a.announced || a.running > 0 || a.pending > 0 {
+	if !a.starved || a.announced || a.running > 0 || a.pending > 0 || a.reserved > 0 {
 		return false
 	}
 	a.announced = true
@@ -310,7 +312,14 @@ func (a *activity) update(f func(a *activity)) {
 func (a *activity) state() (running int, busy bool, changed <-chan struct{}) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.running, a.running > 0 || a.claiming || a.pending > 0, a.changed
+	return a.running, a.running > 0 || a.claiming || a.pending > 0 || a.reserved > 0, a.changed
+}
+
+// reservedNow returns how many slots Reserve holds.
+func (a *activity) reservedNow() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.reserved
 }
 
 func (a *activity) waitIdle(ctx context.Context) error {

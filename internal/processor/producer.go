@@ -84,6 +84,10 @@ type producer struct {
 	// before the first read.
 	ahead int
 
+	// unsure are jobs an insert that lost its answer may have claimed (see Unreserve):
+	// the loop looks for them as for lost.
+	unsure []string
+
 	// The loop's own state.
 	lost     []string
 	skip     map[string]skipped
@@ -261,6 +265,9 @@ func (p *producer) round() time.Duration {
 	}
 	ctx, cancel := context.WithTimeout(pr.hard, claimTimeout)
 	defer cancel()
+	p.mu.Lock()
+	p.lost, p.unsure = append(p.lost, p.unsure...), nil
+	p.mu.Unlock()
 	if len(p.lost) > 0 {
 		if err := p.adoptLost(ctx); err != nil {
 			return p.failed(err)
@@ -616,7 +623,7 @@ func (p *producer) beginClaim() (free int, ok bool) {
 	// Mark the claim before looking at the pause, so that a Pause either sees the claim and
 	// waits for it, or is seen here.
 	pr.act.update(func(a *activity) { a.claiming = true })
-	free = pr.cfg.Concurrency() - pr.exec.count()
+	free = pr.cfg.Concurrency() - pr.exec.count() - pr.act.reservedNow()
 	if free < 1 || !pr.cfg.Claiming() {
 		p.endClaim()
 		return 0, false

@@ -227,3 +227,14 @@ func (t *Table) wonBy(doc map[string]any, c Claim) bool {
 	return doc[docfmt.Status] == string(job.Active) && doc[docfmt.QueueID] == t.QueueID &&
 		int(pc) == c.ProcessCount+1 && started.Equal(c.At)
 }
+
+// ClaimNew makes j, a job about to be inserted, what a claim at at makes of a waiting job:
+// active in this queue's name, with the claim's log entry, dateStarted, lease and
+// processCount. A queue with a free slot and nothing else to claim inserts a job it adds
+// this way and runs it, without a claim query (see queue.AddJob).
+func (t *Table) ClaimNew(j *job.Job, at, leaseEnd time.Time) {
+	c := t.NewClaim(j, at, leaseEnd)
+	j.Log = AppendLog(j.Log, c.entry, t.LimitJobLogs, c.trunc)
+	j.Status, j.DateStarted, j.DateEnable, j.QueueID = job.Active, at, leaseEnd, t.QueueID
+	j.ProcessCount++
+}

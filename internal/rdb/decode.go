@@ -2,6 +2,7 @@ package rdb
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"math"
 	"time"
@@ -28,6 +29,28 @@ func Decode(value, v any) error {
 		return fmt.Errorf("decode into %T: %w", v, err)
 	}
 	return nil
+}
+
+// AsRead returns doc as the driver returns it when it reads it back from the table:
+// numbers as float64, objects as map[string]any, times and binaries as time.Time and
+// []byte. A job built from it is the job a claim's answer would have given.
+func AsRead(doc any) (map[string]any, error) {
+	tree, err := encoding.Encode(doc)
+	if err != nil {
+		return nil, fmt.Errorf("encode: %w", err)
+	}
+	b, err := json.Marshal(tree)
+	if err != nil {
+		return nil, fmt.Errorf("encode: %w", err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	if _, err := nativePseudoTypes(out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // nativePseudoTypes replaces, in place, the TIME and BINARY pseudo-type objects of an

@@ -1,0 +1,76 @@
+package processor
+
+import (
+	"time"
+
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// A queue that adds jobs while it is idle may insert them already claimed and run them at
+// once (see queue.AddJob): the job's insert is then its only write before the handler
+// starts, where a waiting job needs the insert and a claim query after it (on RethinkDB
+// 2.4.4 with hard durability, about 6 ms each). Only an idle queue does so, one that
+// knows of no claimable job: its last read came back short, and it holds no hint, no
+// buffered job and no due read, and it applies no limit. No waiting job is then passed
+// over, and the job goes where a claim would have put it: the queue that adds a job is
+// the first to claim it.
+
+// Reserve reserves n slots for jobs the caller inserts already claimed, and reports
+// whether it did: only when the queue is idle (above) and has n slots free. Every
+// reservation ends with Started or Unreserve; until then, Pause and Stop wait for it as
+// for a claim under way.
+func (p *Processor) Reserve(n int) bool {
+	if n < 1 || !p.cfg.Feed || !p.prod.knowsNothing(time.Now()) {
+		return false
+	}
+	ok := false
+	p.act.update(func(a *activity) {
+		if !a.claiming && p.cfg.Concurrency()-a.running-a.reserved >= n {
+			a.reserved += n
+			ok = true
+		}
+	})
+	// Reserve before looking at the pause, as beginClaim does, so that a Pause either
+	// sees the reservation and waits for it, or is seen here.
+	if ok && (!p.cfg.Claiming() || p.hard.Err() != nil) {
+		p.act.update(func(a *activity) { a.reserved -= n })
+		ok = false
+	}
+	return ok
+}
+
+// Started hands jobs inserted already claimed to the executor, and ends the reservation
+// of n slots that Reserve made for them.
+func (p *Processor) Started(n int, jobs []*job.Job) {
+	p.prod.start(jobs)
+	p.act.update(func(a *activity) { a.reserved -= n })
+}
+
+// Unreserve ends the reservation of n slots whose jobs were not inserted. unsure are the
+// ids of jobs whose insert may have landed (its answer was lost): the producer looks for
+// them before its next claim, as for a claim whose answer was lost.
+func (p *Processor) Unreserve(n int, unsure []string) {
+	if len(unsure) > 0 {
+		p.prod.mu.Lock()
+		p.prod.unsure = append(p.prod.unsure, unsure...)
+		p.prod.mu.Unlock()
+	}
+	p.act.update(func(a *activity) { a.reserved -= n })
+	p.prod.wake(false)
+}
+
+// knowsNothing reports whether the producer knows of no claimable job at now (see
+// Reserve).
+func (p *producer) knowsNothing(now time.Time) bool {
+	p.mu.Lock()
+	idle := p.idle && !p.readWanted && len(p.hints) == 0 && len(p.buf) == 0 && len(p.unsure) == 0 &&
+		(p.readAt.IsZero() || now.Before(p.readAt))
+	p.mu.Unlock()
+	if !idle {
+		return false
+	}
+	l := &p.lim
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.none && !l.stale
+}
