@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,6 +69,7 @@ func dashboardTimes(ctx context.Context, addr, db string) ([]dashboardCall, erro
 	}
 	defer func() { cancel(); _ = cmd.Wait() }()
 	base := "http://" + listen
+	var older string // the cursor of the completed list's second page
 	get := func(path string) ([]byte, time.Duration, error) {
 		start := time.Now()
 		res, err := http.Get(base + path)
@@ -78,6 +80,9 @@ func dashboardTimes(ctx context.Context, addr, db string) ([]dashboardCall, erro
 		body, err := io.ReadAll(res.Body)
 		if err == nil && res.StatusCode != http.StatusOK {
 			err = fmt.Errorf("GET %s: %s: %s", path, res.Status, strings.TrimSpace(string(body)))
+		}
+		if o := res.Header.Get("X-Rjq-Older"); o != "" && path == "/api/jobs?status=completed" {
+			older = o
 		}
 		return body, time.Since(start), err
 	}
@@ -98,8 +103,15 @@ func dashboardTimes(ctx context.Context, addr, db string) ([]dashboardCall, erro
 	if err := json.Unmarshal(body, &finished); err != nil {
 		return nil, fmt.Errorf("/api/jobs: %w", err)
 	}
-	calls := []dashboardCall{{path: "/api/summary"}, {path: "/api/jobs"}, {path: "/api/jobs?status=waiting"},
-		{path: "/api/jobs?status=completed"}, {path: "/api/throughput"}, {path: "/metrics"}}
+	// Every call the overview, the queue page and the job page make, and the searches.
+	calls := []dashboardCall{{path: "/"}, {path: "/api/queues"}, {path: "/api/summary"}, {path: "/api/side"},
+		{path: "/api/jobs"}, {path: "/api/jobs?status=waiting"}, {path: "/api/jobs?status=completed"},
+		{path: "/api/jobs?status=cancelled"}, {path: "/api/jobs?status=terminated"}, {path: "/api/jobs?status=failed"},
+		{path: "/api/jobs?status=completed&field=n&value=7"}, {path: "/api/jobs?status=completed&text=retrieved"},
+		{path: "/api/jobs?status=cancelled&text=no+such+text"}, {path: "/api/throughput"}, {path: "/metrics"}}
+	if older != "" {
+		calls = append(calls, dashboardCall{path: "/api/jobs?status=completed&cursor={older}", url: "/api/jobs?status=completed&cursor=" + url.QueryEscape(older)})
+	}
 	if len(finished) > 0 {
 		calls = append(calls, dashboardCall{path: "/api/jobs/{id}", url: "/api/jobs/" + finished[0].ID})
 	}

@@ -13,6 +13,7 @@ import (
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/bulk"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/master"
@@ -34,13 +35,18 @@ type scaleResult struct {
 	// after it: a table gets slower batch after batch, so the pass is judged against the
 	// batches on each side of it, not against the first.
 	beforeRemove, afterRemove float64
-	removed                   int
-	removeTook                time.Duration
-	firstTally                time.Duration
-	floor                     float64
-	heapMiB                   float64
-	serverCPUPerJob           string
-	dashboard                 []dashboardCall
+	// beforeBulk and duringBulk are batches just before and during an operator's bulk
+	// remove, which beforeRemove follows.
+	beforeBulk, duringBulk float64
+	bulkRemoved            int
+	bulkTook               time.Duration
+	removed                int
+	removeTook             time.Duration
+	firstTally             time.Duration
+	floor                  float64
+	heapMiB                float64
+	serverCPUPerJob        string
+	dashboard              []dashboardCall
 }
 
 // scaleJobs is how many jobs each processing measurement of -scale runs.
@@ -89,7 +95,7 @@ func measureScale(ctx context.Context, addr string, n int, cpu cpuMeter) (scaleR
 	runtime.ReadMemStats(&ms)
 	res.heapMiB = float64(ms.HeapAlloc) / (1 << 20)
 
-	err = processDuringRetention(ctx, addr, db, q, events, &res)
+	err = processDuringRetention(ctx, addr, db, s, q, events, &res)
 	return res, err
 }
 
@@ -118,11 +124,31 @@ func measureReads(ctx context.Context, s *r.Session, addr, db string, q *queue.Q
 	return nil
 }
 
-// processDuringRetention starts a Queue Master on the same table that removes the jobs
-// older than 7 days (about three quarters of those filled), measures the worker q
-// processing another batch meanwhile, and waits for the removal to end.
-func processDuringRetention(ctx context.Context, addr, db string, q *queue.Queue, events <-chan queue.Event, res *scaleResult) error {
+// processDuringRetention measures the worker q processing batches: one just before an
+// operator's bulk remove of the completed jobs finished more than 27 days ago (about a
+// tenth of those filled), one while it runs, one between it and a retention pass (a Queue
+// Master on the same table removing the jobs older than 7 days, about three quarters),
+// one while that runs, and one after it. Each removal is waited for, and judged against
+// the batches on each side of it.
+func processDuringRetention(ctx context.Context, addr, db string, s *r.Session, q *queue.Queue, events <-chan queue.Event, res *scaleResult) error {
 	var err error
+	if res.beforeBulk, err = processBatch(ctx, q, events, scaleJobs); err != nil {
+		return err
+	}
+	bulkDone := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		var err error
+		res.bulkRemoved, err = bulk.Remove(ctx, s, r.DB(db).Table(queue.DefaultName), bulk.Filter{Status: string(job.Completed)}, time.Now().Add(-27*24*time.Hour), nil)
+		res.bulkTook = time.Since(start)
+		bulkDone <- err
+	}()
+	if res.duringBulk, err = processBatch(ctx, q, events, scaleJobs); err != nil {
+		return err
+	}
+	if err := <-bulkDone; err != nil {
+		return fmt.Errorf("bulk remove: %w", err)
+	}
 	if res.beforeRemove, err = processBatch(ctx, q, events, scaleJobs); err != nil {
 		return err
 	}
@@ -132,7 +158,7 @@ func processDuringRetention(ctx context.Context, addr, db string, q *queue.Queue
 	}
 	defer master.Stop(context.Background())
 	removed := make(chan error, 1)
-	start := time.Now()
+	start = time.Now()
 	go func() {
 		rv, err := master.Review(ctx)
 		res.removed = rv.Removed
@@ -278,8 +304,8 @@ func finishedDoc(queueID string, now time.Time, i int) map[string]any {
 
 // scaleRows measures at each table size of list and prints a table of its own.
 func scaleRows(ctx context.Context, addr, list string, cpu cpuMeter) {
-	fmt.Printf("\n| finished jobs in the table | first tally | Summary | process C=50, jobs/s | server CPU/job | floor k=50, jobs/s | process during a retention pass, jobs/s (just before / just after it; ratio to their mean) | removed by it | its time | worker heap | slowest dashboard call (median of 5) |\n")
-	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Printf("\n| finished jobs in the table | first tally | Summary | process C=50, jobs/s | server CPU/job | floor k=50, jobs/s | process during a retention pass, jobs/s (just before / just after it; ratio to their mean) | removed by it | its time | process during a bulk remove of the completed jobs older than 27 days, jobs/s (just before / just after; ratio) | removed by it | its time | worker heap | slowest dashboard call (median of 5) |\n")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, f := range strings.Split(list, ",") {
 		n, err := strconv.Atoi(f)
 		if err != nil || n < 0 {
@@ -289,8 +315,10 @@ func scaleRows(ctx context.Context, addr, list string, cpu cpuMeter) {
 		if err != nil {
 			log.Fatalf("scale %d: %v", n, err)
 		}
-		fmt.Printf("| %d | %s | %s | %.0f | %s | %.0f | %.0f (%.0f / %.0f; %.2f×) | %d | %s | %.1f MiB | %s |\n", res.n, res.firstTally.Round(time.Millisecond), ms(res.summary), res.process, res.serverCPUPerJob, res.floor,
+		fmt.Printf("| %d | %s | %s | %.0f | %s | %.0f | %.0f (%.0f / %.0f; %.2f×) | %d | %s | %.0f (%.0f / %.0f; %.2f×) | %d | %s | %.1f MiB | %s |\n", res.n, res.firstTally.Round(time.Millisecond), ms(res.summary), res.process, res.serverCPUPerJob, res.floor,
 			res.duringRemove, res.beforeRemove, res.afterRemove, 2*res.duringRemove/(res.beforeRemove+res.afterRemove),
-			res.removed, res.removeTook.Round(time.Millisecond), res.heapMiB, slowest(res.dashboard))
+			res.removed, res.removeTook.Round(time.Millisecond),
+			res.duringBulk, res.beforeBulk, res.beforeRemove, 2*res.duringBulk/(res.beforeBulk+res.beforeRemove),
+			res.bulkRemoved, res.bulkTook.Round(time.Millisecond), res.heapMiB, slowest(res.dashboard))
 	}
 }
