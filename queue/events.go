@@ -3,8 +3,6 @@ package queue
 import (
 	"context"
 	"slices"
-	"sync"
-	"sync/atomic"
 )
 
 // EventType names an event; the values are the Node.js library's event names, so
@@ -76,101 +74,26 @@ type ReviewResult struct {
 	Local bool
 }
 
-// broker fans events out to subscribers without ever blocking the publisher.
-type broker struct {
-	mu      sync.RWMutex
-	subs    map[*subscriber]struct{}
-	closed  bool
-	size    int
-	dropped atomic.Uint64
-	// onDrop is told of a subscriber's first drop after a delivery, so that a reader that
-	// is behind is logged once per stall, not once per event.
-	onDrop func(total uint64)
-}
-
-type subscriber struct {
-	ch      chan Event
-	types   []EventType
-	dropped atomic.Uint64
-	stalled atomic.Bool
-}
-
-// newBroker returns a broker whose subscribers' channels hold size events.
-func newBroker(size int, onDrop func(total uint64)) *broker {
-	return &broker{subs: make(map[*subscriber]struct{}), size: size, onDrop: onDrop}
-}
-
-// subscribe returns a channel of the given types (all when none), closed when ctx ends or
-// the broker closes.
-func (b *broker) subscribe(ctx context.Context, types []EventType) <-chan Event {
-	s := &subscriber{ch: make(chan Event, b.size), types: types}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		close(s.ch)
-		return s.ch
-	}
-	b.subs[s] = struct{}{}
-	context.AfterFunc(ctx, func() { b.unsubscribe(s) })
-	return s.ch
-}
-
-func (b *broker) unsubscribe(s *subscriber) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if _, ok := b.subs[s]; ok {
-		delete(b.subs, s)
-		close(s.ch)
-	}
-}
-
-func (b *broker) publish(e Event) {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	for s := range b.subs {
-		if len(s.types) > 0 && !slices.Contains(s.types, e.Type) {
-			continue
-		}
-		select {
-		case s.ch <- e:
-			s.stalled.Store(false)
-		default:
-			b.dropped.Add(1)
-			n := s.dropped.Add(1)
-			if !s.stalled.Swap(true) && b.onDrop != nil {
-				b.onDrop(n)
-			}
-		}
-	}
-}
-
-// close closes every subscriber's channel; later subscriptions get a closed channel.
-func (b *broker) close() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.closed = true
-	for s := range b.subs {
-		delete(b.subs, s)
-		close(s.ch)
-	}
-}
-
 // Events returns a channel that receives the queue's events of the given types (all types
 // when none are given). The channel is closed when ctx ends or the queue stops. A reader
 // that falls Options.EventBuffer events behind loses the newer ones: the queue never waits
 // for a reader. Drops are counted (DroppedEvents) and logged, once per stall of a reader,
 // with the number that reader has lost.
 func (q *Queue) Events(ctx context.Context, types ...EventType) <-chan Event {
-	return q.events.subscribe(ctx, slices.Clone(types))
+	if len(types) == 0 {
+		return q.events.Subscribe(ctx, nil)
+	}
+	types = slices.Clone(types)
+	return q.events.Subscribe(ctx, func(e Event) bool { return slices.Contains(types, e.Type) })
 }
 
 // DroppedEvents returns how many events were dropped because a subscriber's channel was
 // full, over the queue's life.
-func (q *Queue) DroppedEvents() uint64 { return q.events.dropped.Load() }
+func (q *Queue) DroppedEvents() uint64 { return q.events.Dropped() }
 
 // emit raises a local event of this queue.
 func (q *Queue) emit(e Event) {
 	e.QueueID = q.id
 	e.Local = true
-	q.events.publish(e)
+	q.events.Publish(e)
 }

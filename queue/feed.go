@@ -157,7 +157,7 @@ func (q *Queue) hintOrTake(p *processor.Processor, act changefeed.Action, doc ma
 // emitFrom raises an event learned from the feed, made by the queue queueID.
 func (q *Queue) emitFrom(queueID string, e Event) {
 	e.QueueID = queueID
-	q.events.publish(e)
+	q.events.Publish(e)
 }
 
 // noteRemovals remembers jobs this queue deleted, so that their deletion seen on the feed

@@ -134,6 +134,6 @@ func (q *Queue) finishShutdown(ctx context.Context, last func(context.Context) e
 	}
 	q.emit(Event{Type: EventStopped})
 	q.emit(Event{Type: EventDetached})
-	q.events.close()
+	q.events.Close()
 	return errors.Join(waitErr, lastErr)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rjqgo/rethinkdb-job-queue/internal/processor"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/window"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -130,7 +131,7 @@ func (q *Queue) limitings(ctx context.Context) (map[string]processor.Limiting, e
 		}
 		l := processor.Limiting{Starts: parsed.starts}
 		if w := parsed.window; w != nil {
-			l.Window = w.at
+			l.Window = w.At
 		}
 		out[s.Name] = l
 	}
@@ -148,25 +149,7 @@ func limitOf(s rdb.StoredLimit) Limit {
 // limit is a Limit checked and parsed, as the processor applies it.
 type limit struct {
 	starts int
-	window *window
-}
-
-type window struct {
-	from, to clock
-	loc      *time.Location
-}
-
-// clock is a time of day.
-type clock struct{ h, m int }
-
-func (c clock) minutes() int { return c.h*60 + c.m }
-
-func parseClock(s string) (clock, error) {
-	t, err := time.Parse("15:04", s)
-	if err != nil {
-		return clock{}, fmt.Errorf("%q is not a clock time such as 09:30", s)
-	}
-	return clock{t.Hour(), t.Minute()}, nil
+	window *window.Window
 }
 
 // parseLimit checks l, the limit of the jobs named name.
@@ -188,42 +171,11 @@ func parseLimit(name string, l Limit) (limit, error) {
 	}
 	out := limit{starts: l.Starts}
 	if w := l.Window; w != nil {
-		from, err := parseClock(w.From)
+		parsed, err := window.Parse(w.From, w.To, w.Location)
 		if err != nil {
 			return bad("window: %v", err)
 		}
-		to, err := parseClock(w.To)
-		if err != nil {
-			return bad("window: %v", err)
-		}
-		if from == to {
-			return bad("window: From and To are the same time")
-		}
-		loc, err := time.LoadLocation(w.Location)
-		if err != nil {
-			return bad("window: %v", err)
-		}
-		out.window = &window{from: from, to: to, loc: loc}
+		out.window = &parsed
 	}
 	return out, nil
-}
-
-// at reports whether the window is open at t, and when closed, when it opens next.
-func (w window) at(t time.Time) (open bool, opens time.Time) {
-	t = t.In(w.loc)
-	now := t.Hour()*60 + t.Minute()
-	from, to := w.from.minutes(), w.to.minutes()
-	if from < to {
-		open = now >= from && now < to
-	} else {
-		open = now >= from || now < to
-	}
-	if open {
-		return true, time.Time{}
-	}
-	opens = time.Date(t.Year(), t.Month(), t.Day(), w.from.h, w.from.m, 0, 0, w.loc)
-	if !opens.After(t) {
-		opens = time.Date(t.Year(), t.Month(), t.Day()+1, w.from.h, w.from.m, 0, 0, w.loc)
-	}
-	return false, opens
 }

@@ -15,6 +15,7 @@ import (
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
 	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/broker"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/lifecycle"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/processor"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
@@ -29,7 +30,7 @@ type Queue struct {
 	// db is the queue's table in the storage layer: every query goes through it.
 	db     *rdb.Table
 	log    *slog.Logger
-	events *broker
+	events *broker.Broker[Event]
 
 	// ready is closed when the database assertion has finished; readyErr is its outcome.
 	ready    chan struct{}
@@ -96,7 +97,7 @@ func New(ctx context.Context, cxn *ConnectOptions, opts *Options) (*Queue, error
 	q.db = &rdb.Table{Session: session, DB: cfg.db, Name: cfg.name, RunOpts: cfg.runOpts,
 		QueueID: q.id, LimitJobLogs: cfg.limitJobLogs}
 	q.log = cfg.logger.With("queue", q.id)
-	q.events = newBroker(cfg.eventBuffer, func(total uint64) {
+	q.events = broker.New[Event](cfg.eventBuffer, func(total uint64) {
 		q.log.Warn("an Events reader is behind: events dropped; read faster or raise Options.EventBuffer",
 			"droppedByThisReader", total)
 	})
