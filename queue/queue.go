@@ -109,50 +109,28 @@ func New(ctx context.Context, cxn *ConnectOptions, opts *Options) (*Queue, error
 	return q, nil
 }
 
+// dial connects to the server cfg names, or fails with an error wrapping ErrConnect.
 func dial(ctx context.Context, cfg config) (*r.Session, error) {
-	timeout := dialTimeout
-	if deadline, ok := ctx.Deadline(); ok {
-		timeout = time.Until(deadline)
+	opts := r.ConnectOpts{
+		Address:   net.JoinHostPort(cfg.host, strconv.Itoa(cfg.port)),
+		Addresses: cfg.addresses,
+		Database:  cfg.db,
+		Username:  cfg.username,
+		Password:  cfg.password,
+		Timeout:   dialTimeout,
+		TLSConfig: cfg.tls,
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("%w at %s: %w", ErrConnect, cfg.addr(), err)
+	if len(cfg.addresses) > 0 {
+		opts.Address = ""
 	}
-	type dialed struct {
-		session *r.Session
-		err     error
-	}
-	done := make(chan dialed, 1)
-	go func() {
-		opts := r.ConnectOpts{
-			Address:   net.JoinHostPort(cfg.host, strconv.Itoa(cfg.port)),
-			Addresses: cfg.addresses,
-			Database:  cfg.db,
-			Username:  cfg.username,
-			Password:  cfg.password,
-			Timeout:   timeout,
-			TLSConfig: cfg.tls,
-		}
-		if len(cfg.addresses) > 0 {
-			opts.Address = ""
-		}
-		s, err := r.Connect(opts)
-		done <- dialed{s, err}
-	}()
-	select {
-	case d := <-done:
-		if d.err != nil {
-			return nil, fmt.Errorf("%w at %s (is the server running? start one with `docker compose up -d`, or set ConnectOptions.Host and Port): %w", ErrConnect, cfg.addr(), d.err)
-		}
-		return d.session, nil
-	case <-ctx.Done():
-		// The driver's dial cannot be cancelled: close its session when it comes.
-		go func() {
-			if d := <-done; d.err == nil {
-				d.session.Close()
-			}
-		}()
+	s, err := rdb.Dial(ctx, opts)
+	switch {
+	case err == nil:
+		return s, nil
+	case ctx.Err() != nil:
 		return nil, fmt.Errorf("%w at %s: %w", ErrConnect, cfg.addr(), ctx.Err())
 	}
+	return nil, fmt.Errorf("%w at %s (is the server running? start one with `docker compose up -d`, or set ConnectOptions.Host and Port): %w", ErrConnect, cfg.addr(), err)
 }
 
 // tableTarget is the queue's table as dbinit asserts it.

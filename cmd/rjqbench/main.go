@@ -78,6 +78,8 @@ func parseFlags() flags {
 	flag.IntVar(&f.crossN, "cross-jobs", 200, "jobs added one at a time for -cross")
 	flag.IntVar(&f.burst, "burst", 1000, "jobs of the burst added onto the most -cross workers (0: none)")
 	flag.StringVar(&f.queries, "queries", "", "batch sizes to compare the library's queries with the floor's at, query by query, e.g. 10,50 (empty: none)")
+	flag.StringVar(&scaleDB, "scale-db", "", "a database an earlier -scale run left (see its log): top its table up and keep it")
+	flag.DurationVar(&scaleRetention, "scale-retention", 0, "stop -scale's retention pass after this long (0: let it end)")
 	flag.StringVar(&f.scale, "scale", "", "finished-job counts to fill a table with and measure at, e.g. 0,100000,1000000 (empty: none)")
 	flag.IntVar(&f.bulkN, "bulk", 0, "finished jobs to fill a table with and remove in bulk (as rjq remove --status does) while measuring processing (0: none)")
 	flag.IntVar(&f.rounds, "rounds", 1, "times to repeat each throughput measurement (the best is reported)")

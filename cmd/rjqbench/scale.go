@@ -42,15 +42,25 @@ type scaleResult struct {
 	bulkTook               time.Duration
 	removed                int
 	removeTook             time.Duration
-	firstTally             time.Duration
-	floor                  float64
-	heapMiB                float64
-	serverCPUPerJob        string
-	dashboard              []dashboardCall
+	// removeCut is set when the pass was stopped after -scale-retention.
+	removeCut       bool
+	firstTally      time.Duration
+	floor           float64
+	heapMiB         float64
+	serverCPUPerJob string
+	dashboard       []dashboardCall
 }
 
 // scaleJobs is how many jobs each processing measurement of -scale runs.
 const scaleJobs = 5000
+
+// scaleDB (-scale-db) is a database of an earlier -scale run to top up and keep, and
+// scaleRetention (-scale-retention) how long the retention pass may run before it is
+// stopped (0: until it ends; at 10⁶ jobs it takes most of an hour).
+var (
+	scaleDB        string
+	scaleRetention time.Duration
+)
 
 func measureScale(ctx context.Context, addr string, n int, cpu cpuMeter) (scaleResult, error) {
 	res := scaleResult{n: n}
@@ -146,6 +156,7 @@ func processDuringRetention(ctx context.Context, addr, db string, s *r.Session, 
 	if res.duringBulk, err = processBatch(ctx, q, events, scaleJobs); err != nil {
 		return err
 	}
+	log.Printf("scale: process %.0f jobs/s before a bulk remove, %.0f during it", res.beforeBulk, res.duringBulk)
 	if err := <-bulkDone; err != nil {
 		return fmt.Errorf("bulk remove: %w", err)
 	}
@@ -158,9 +169,15 @@ func processDuringRetention(ctx context.Context, addr, db string, s *r.Session, 
 	}
 	defer master.Stop(context.Background())
 	removed := make(chan error, 1)
+	reviewCtx, stopReview := context.WithCancel(ctx)
+	defer stopReview()
+	var before int
+	if err := readOne(ctx, s, r.DB(db).Table(queue.DefaultName).Count(), &before); err != nil {
+		return err
+	}
 	start = time.Now()
 	go func() {
-		rv, err := master.Review(ctx)
+		rv, err := master.Review(reviewCtx)
 		res.removed = rv.Removed
 		res.removeTook = time.Since(start)
 		removed <- err
@@ -168,8 +185,20 @@ func processDuringRetention(ctx context.Context, addr, db string, s *r.Session, 
 	if res.duringRemove, err = processBatch(ctx, q, events, scaleJobs); err != nil {
 		return err
 	}
-	if err := <-removed; err != nil {
+	log.Printf("scale: process %.0f jobs/s during the retention pass", res.duringRemove)
+	if scaleRetention > 0 {
+		// Cut short: the pass is judged on the batch it ran beside.
+		time.AfterFunc(max(scaleRetention-time.Since(start), 0), stopReview)
+	}
+	if err := <-removed; err != nil && reviewCtx.Err() == nil {
 		return fmt.Errorf("retention review: %w", err)
+	}
+	if reviewCtx.Err() != nil {
+		var after int
+		if err := readOne(ctx, s, r.DB(db).Table(queue.DefaultName).Count(), &after); err != nil {
+			return err
+		}
+		res.removed, res.removeCut = before+scaleJobs-after, true
 	}
 	res.afterRemove, err = processBatch(ctx, q, events, scaleJobs)
 	return err
@@ -177,13 +206,23 @@ func processDuringRetention(ctx context.Context, addr, db string, s *r.Session, 
 
 // filledTable makes a scratch database whose queue table holds n finished jobs, and a
 // worker queue of concurrency 50 on it (no changefeed, keeping finished jobs); done
-// stops the queue and drops the database.
+// stops the queue and drops the database. With -scale-db, it tops up that database's
+// table to n jobs instead, and keeps it.
 func filledTable(ctx context.Context, addr string, n int) (s *r.Session, db string, q *queue.Queue, done func(), err error) {
 	s, db, drop, err := scratch(addr)
 	if err != nil {
 		return nil, "", nil, nil, err
 	}
-	if err := fillFinished(ctx, addr, db, n); err != nil {
+	have := 0
+	if scaleDB != "" {
+		db, drop = scaleDB, func() { s.Close() }
+		if err := readOne(ctx, s, r.DB(db).Table(queue.DefaultName).Count(), &have); err != nil {
+			drop()
+			return nil, "", nil, nil, fmt.Errorf("-scale-db %s: %w", db, err)
+		}
+	}
+	log.Printf("scale: %s holds %d jobs; filling to %d", db, have, n)
+	if err := fillFinished(ctx, addr, db, have, n); err != nil {
 		drop()
 		return nil, "", nil, nil, fmt.Errorf("fill %d finished jobs: %w", n, err)
 	}
@@ -242,8 +281,8 @@ func processBatch(ctx context.Context, q *queue.Queue, events <-chan queue.Event
 // fillFinished inserts n finished jobs in the Node format into db's default queue table,
 // through a session of its own that is closed afterwards (the driver keeps the buffers
 // of big batches for the life of a session).
-func fillFinished(ctx context.Context, addr, db string, n int) error {
-	if n == 0 {
+func fillFinished(ctx context.Context, addr, db string, from, n int) error {
+	if from >= n {
 		return nil
 	}
 	q, err := newQueue(ctx, addr, db, queue.Options{NoChangeFeed: true})
@@ -261,7 +300,7 @@ func fillFinished(ctx context.Context, addr, db string, n int) error {
 	now := time.Now().UTC()
 	const batch = 2000
 	docs := make([]any, 0, batch)
-	for i := range n {
+	for i := from; i < n; i++ {
 		docs = append(docs, finishedDoc(id, now, i))
 		if len(docs) == batch || i == n-1 {
 			res, err := writeOne(ctx, s, table.Insert(docs, r.InsertOpts{Durability: "soft"}))
@@ -317,8 +356,26 @@ func scaleRows(ctx context.Context, addr, list string, cpu cpuMeter) {
 		}
 		fmt.Printf("| %d | %s | %s | %.0f | %s | %.0f | %.0f (%.0f / %.0f; %.2f×) | %d | %s | %.0f (%.0f / %.0f; %.2f×) | %d | %s | %.1f MiB | %s |\n", res.n, res.firstTally.Round(time.Millisecond), ms(res.summary), res.process, res.serverCPUPerJob, res.floor,
 			res.duringRemove, res.beforeRemove, res.afterRemove, 2*res.duringRemove/(res.beforeRemove+res.afterRemove),
-			res.removed, res.removeTook.Round(time.Millisecond),
+			res.removed, cut(res.removeTook.Round(time.Millisecond), res.removeCut),
 			res.duringBulk, res.beforeBulk, res.beforeRemove, 2*res.duringBulk/(res.beforeBulk+res.beforeRemove),
 			res.bulkRemoved, res.bulkTook.Round(time.Millisecond), res.heapMiB, slowest(res.dashboard))
 	}
+}
+
+// cut formats the time of a removal, stopped before it ended when stopped is set.
+func cut(d time.Duration, stopped bool) string {
+	if stopped {
+		return fmt.Sprintf("stopped after %s", d)
+	}
+	return d.String()
+}
+
+// readOne reads term's one value into dst.
+func readOne(ctx context.Context, s *r.Session, term r.Term, dst any) error {
+	cur, err := term.Run(s, r.RunOpts{Context: ctx})
+	if err != nil {
+		return err
+	}
+	defer cur.Close()
+	return cur.One(dst)
 }
