@@ -36,7 +36,7 @@ func measureCross(ctx context.Context, addr string, workers, n int) (crossResult
 		return crossResult{}, err
 	}
 	defer adder.Stop(context.Background())
-	children, err := startChildren(workers, "latency", addr, db, 1)
+	children, err := startChildren(workers, "latency", addr, db, 1, false)
 	finished := false
 	defer func() {
 		if !finished {
@@ -82,7 +82,7 @@ func measureBurst(ctx context.Context, addr string, workers, n int) (crossResult
 		return crossResult{}, err
 	}
 	defer adder.Stop(context.Background())
-	children, err := startChildren(workers, "latency", addr, db, 1)
+	children, err := startChildren(workers, "latency", addr, db, 1, false)
 	finished := false
 	defer func() {
 		if !finished {

@@ -21,7 +21,9 @@
 //     go run ./cmd/rjqbench -addr 127.0.0.1:28015 -node   # when node and npm are on PATH
 //
 // Each measurement runs in a database of its own, dropped afterwards. Queries are counted
-// on the wire by a proxy between the queue and the server (internal/testing/wirecount).
+// on the wire by a proxy between the queue and the server (internal/testing/wirecount),
+// in runs of their own for processing: the proxy runs in the measuring process and its
+// copying takes the cores the timed run shares with the server.
 package main
 
 import (
@@ -58,7 +60,7 @@ type flags struct {
 	addr, levels, cross, queries, scale       string
 	addN, latencyN, serverPID, procs, procsN  int
 	crossN, burst, rounds, bulkN              int
-	node, floor                               bool
+	node, floor, childCount                   bool
 	childMode, childDB, childPart, cpuProfile string
 	childC                                    int
 }
@@ -85,8 +87,10 @@ func parseFlags() flags {
 	flag.IntVar(&f.rounds, "rounds", 1, "times to repeat each throughput measurement (the best is reported)")
 	flag.StringVar(&f.childMode, "child", "", "internal: run as a worker process of a cross-process measurement")
 	flag.StringVar(&f.childDB, "child-db", "", "internal: the worker's database")
+	flag.BoolVar(&f.childCount, "child-count", false, "internal: the worker counts its queries")
 	flag.IntVar(&f.childC, "child-concurrency", 1, "internal: the worker's concurrency")
 	flag.StringVar(&f.childPart, "child-part", "", "internal: the floor worker's part of the jobs, index/of")
+	flag.BoolVar(&countWanted, "count", true, "count the queries per job of processing, in a run of its own through a counting proxy (the timed runs go without it)")
 	flag.BoolVar(&kindsWanted, "kinds", false, "print how many jobs each read, claim and outcome write took (on stderr)")
 	flag.StringVar(&f.cpuProfile, "cpuprofile", "", "write this process's CPU profile to the file")
 	flag.Parse()
@@ -106,7 +110,7 @@ func main() {
 		defer pprof.StopCPUProfile()
 	}
 	if f.childMode != "" {
-		childMain(f.childMode, f.addr, f.childDB, f.childC, f.childPart)
+		childMain(f.childMode, f.addr, f.childDB, f.childC, f.childPart, f.childCount)
 		return
 	}
 	cpu := cpuMeter{pid: f.serverPID}
@@ -289,6 +293,10 @@ func ratio(a, b float64) string {
 // kindsWanted asks the processing measurements to say how big their queries were.
 var kindsWanted bool
 
+// countWanted (-count) adds, to each processing measurement, a run of its own through a
+// counting proxy, for the queries per job.
+var countWanted bool
+
 // serverCPU measures the server's CPU, when its pid was given; scratch waits for the
 // server to settle before each measurement with it.
 var serverCPU cpuMeter
@@ -324,17 +332,31 @@ func newQueue(ctx context.Context, addr, db string, opts queue.Options) (*queue.
 // measureProcess processes n jobs already in the queue at concurrency, with no changefeed
 // and a handler that does nothing, counting the queue's queries on the wire.
 func measureProcess(ctx context.Context, addr string, concurrency, n int, cpu cpuMeter) (result, error) {
-	_, db, drop, err := scratch(addr)
-	if err != nil {
-		return result{}, err
+	res, err := processRun(ctx, addr, concurrency, n, cpu, nil)
+	if err != nil || !countWanted {
+		return res, err
 	}
-	defer drop()
+	// The queries are counted in a run of their own: the counting proxy runs in this
+	// process, and its copying takes the cores the measured run shares with the server.
 	proxy, err := wirecount.Start(addr)
 	if err != nil {
 		return result{}, err
 	}
 	defer proxy.Close()
-	q, err := newQueue(ctx, proxy.Addr(), db, queue.Options{Concurrency: concurrency, NoChangeFeed: true})
+	counted, err := processRun(ctx, proxy.Addr(), concurrency, n, cpuMeter{}, proxy)
+	res.queriesPerJob = counted.queriesPerJob
+	return res, err
+}
+
+// processRun processes n jobs at concurrency on a fresh table at addr; with proxy (which
+// forwards addr to the server), it counts their queries instead of timing them.
+func processRun(ctx context.Context, addr string, concurrency, n int, cpu cpuMeter, proxy *wirecount.Proxy) (result, error) {
+	_, db, drop, err := scratch(addr)
+	if err != nil {
+		return result{}, err
+	}
+	defer drop()
+	q, err := newQueue(ctx, addr, db, queue.Options{Concurrency: concurrency, NoChangeFeed: true})
 	if err != nil {
 		return result{}, err
 	}
@@ -347,8 +369,11 @@ func measureProcess(ctx context.Context, addr string, concurrency, n int, cpu cp
 		return result{}, err
 	}
 	events := q.Events(ctx, queue.EventCompleted, queue.EventError)
-	reads, claims, finishes := proxy.Tally(rdb.IndexClaim), proxy.Tally(`"always"`), proxy.Tally(`"dateFinished"`)
-	proxy.Reset()
+	var reads, claims, finishes *wirecount.Tally
+	if proxy != nil {
+		reads, claims, finishes = proxy.Tally(rdb.IndexClaim), proxy.Tally(`"always"`), proxy.Tally(`"dateFinished"`)
+		proxy.Reset()
+	}
 	cpuUsed := cpu.span()
 	start := time.Now()
 	if err := q.Process(func(context.Context, *job.Job) (any, error) { return nil, nil }); err != nil {
@@ -368,11 +393,15 @@ func measureProcess(ctx context.Context, addr string, concurrency, n int, cpu cp
 		}
 	}
 	elapsed := time.Since(start)
-	if kindsWanted {
-		fmt.Fprintf(os.Stderr, "c=%d: jobs per read %.1f, per claim %.1f, per outcome write %.1f\n", concurrency,
-			float64(n)/float64(reads.Count()), float64(n)/float64(claims.Count()), float64(n)/float64(finishes.Count()))
+	res := result{jobsPerSec: float64(n) / elapsed.Seconds(), cpu: cpuUsed(), jobs: n}
+	if proxy != nil {
+		res.queriesPerJob = float64(proxy.Queries()) / float64(n)
+		if kindsWanted {
+			fmt.Fprintf(os.Stderr, "c=%d: jobs per read %.1f, per claim %.1f, per outcome write %.1f\n", concurrency,
+				float64(n)/float64(reads.Count()), float64(n)/float64(claims.Count()), float64(n)/float64(finishes.Count()))
+		}
 	}
-	return result{jobsPerSec: float64(n) / elapsed.Seconds(), queriesPerJob: float64(proxy.Queries()) / float64(n), cpu: cpuUsed(), jobs: n}, nil
+	return res, nil
 }
 
 // measureAdd times one AddJob of n jobs and checks they are all there.

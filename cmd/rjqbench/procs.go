@@ -14,6 +14,18 @@ import (
 // floor loop with batch concurrency, each over its own part of the jobs: what the server
 // allows procs clients that never contend.
 func measureProcs(ctx context.Context, addr, mode string, procs, concurrency, n int, cpu cpuMeter) (result, error) {
+	res, err := procsRun(ctx, addr, mode, procs, concurrency, n, cpu, false)
+	if err != nil || mode != "process" || !countWanted {
+		return res, err
+	}
+	// The queries, counted in a run of their own (see measureProcess).
+	counted, err := procsRun(ctx, addr, mode, procs, concurrency, n, cpuMeter{}, true)
+	res.queriesPerJob = counted.queriesPerJob
+	return res, err
+}
+
+// procsRun is one run of measureProcs; with count, the workers count their queries.
+func procsRun(ctx context.Context, addr, mode string, procs, concurrency, n int, cpu cpuMeter, count bool) (result, error) {
 	_, db, drop, err := scratch(addr)
 	if err != nil {
 		return result{}, err
@@ -22,7 +34,7 @@ func measureProcs(ctx context.Context, addr, mode string, procs, concurrency, n 
 	if err := addWithLibrary(ctx, addr, db, n); err != nil {
 		return result{}, err
 	}
-	children, err := startChildren(procs, mode, addr, db, concurrency)
+	children, err := startChildren(procs, mode, addr, db, concurrency, count)
 	finished := false
 	defer func() {
 		if !finished {
