@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
@@ -45,7 +46,7 @@ func floorProcess(ctx context.Context, addr string, k, n int, cpu cpuMeter) (res
 // floorLoop runs the floor loop with batch k over n waiting jobs of db's default queue.
 func floorLoop(ctx context.Context, s *r.Session, db string, k, n int, cpu cpuMeter) (result, error) {
 	f := newFloorRounds(db, k, nil)
-	cpuUsed := cpu.span()
+	cpuUsed, selfUsed := cpu.span(), self.span()
 	start := time.Now()
 	for done := 0; done < n; {
 		won, err := f.round(ctx, s)
@@ -58,6 +59,9 @@ func floorLoop(ctx context.Context, s *r.Session, db string, k, n int, cpu cpuMe
 		done += won
 	}
 	elapsed := time.Since(start)
+	if kindsWanted {
+		fmt.Fprintf(os.Stderr, "floor k=%d: this process's CPU per job %s\n", k, perJob(selfUsed(), n))
+	}
 	return result{jobsPerSec: float64(n) / elapsed.Seconds(), cpu: cpuUsed(), jobs: n}, nil
 }
 

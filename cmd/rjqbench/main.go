@@ -374,7 +374,7 @@ func processRun(ctx context.Context, addr string, concurrency, n int, cpu cpuMet
 		reads, claims, finishes = proxy.Tally(rdb.IndexClaim), proxy.Tally(`"always"`), proxy.Tally(`"dateFinished"`)
 		proxy.Reset()
 	}
-	cpuUsed := cpu.span()
+	cpuUsed, selfUsed := cpu.span(), self.span()
 	start := time.Now()
 	if err := q.Process(func(context.Context, *job.Job) (any, error) { return nil, nil }); err != nil {
 		return result{}, err
@@ -394,6 +394,9 @@ func processRun(ctx context.Context, addr string, concurrency, n int, cpu cpuMet
 	}
 	elapsed := time.Since(start)
 	res := result{jobsPerSec: float64(n) / elapsed.Seconds(), cpu: cpuUsed(), jobs: n}
+	if kindsWanted && proxy == nil {
+		fmt.Fprintf(os.Stderr, "c=%d: this process's CPU per job %s\n", concurrency, perJob(selfUsed(), n))
+	}
 	if proxy != nil {
 		res.queriesPerJob = float64(proxy.Queries()) / float64(n)
 		if kindsWanted {
