@@ -37,11 +37,11 @@ func childMain(mode, addr, db string, concurrency int, part string, childCount b
 		floorChild(ctx, addr, db, concurrency, part)
 		return
 	}
-	// Queries are counted on the wire in latency mode, and in process mode only when
-	// asked (-child-count): the proxy's copying takes the cores a timed run needs.
+	// Queries are counted on the wire only when asked (-child-count): the proxy's copying
+	// takes the cores a timed run needs, and adds two hops to each of its messages.
 	var proxy *wirecount.Proxy
 	var claimReads, claimWrites, finishes *wirecount.Tally
-	if mode == "latency" || childCount {
+	if childCount {
 		var err error
 		if proxy, err = wirecount.Start(addr); err != nil {
 			log.Fatalf("child: %v", err)
@@ -185,7 +185,7 @@ type child struct {
 }
 
 // startChildren starts n children in mode and waits until every one is ready; with
-// count, process children count their queries.
+// count, they count their queries.
 func startChildren(n int, mode, addr, db string, concurrency int, count bool) ([]*child, error) {
 	exe, err := os.Executable()
 	if err != nil {

@@ -187,6 +187,15 @@ func (b bench) crossRows(spec string, n, burst int) {
 				workers, p, n, ms(pct(res.latency, p)), res.claimQueriesPerJob, res.queriesPerJob)
 		}
 	}
+	if b.floor {
+		lat, err := crossFloor(b.ctx, b.addr, n)
+		if err != nil {
+			log.Fatalf("cross floor: %v", err)
+		}
+		for _, p := range []float64{50, 99} {
+			fmt.Printf("| floor of a cross-process add → start: insert, changefeed, one claim, p%.0f (N=%d) | | | %s | | | | | | |\n", p, n, ms(pct(lat, p)))
+		}
+	}
 	if burst > 0 {
 		res, err := measureBurst(b.ctx, b.addr, most, burst)
 		if err != nil {
