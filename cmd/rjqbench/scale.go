@@ -76,6 +76,8 @@ func measureScale(ctx context.Context, addr string, n int, cpu cpuMeter) (scaleR
 	if err := q.Process(func(context.Context, *job.Job) (any, error) { return nil, nil }); err != nil {
 		return res, err
 	}
+	// The fill's writes are still being flushed: measure on a quiet server.
+	cpu.settleWithin(5 * time.Minute)
 	cpuUsed := cpu.span()
 	if res.process, err = processBatch(ctx, q, events, scaleJobs); err != nil {
 		return res, err
