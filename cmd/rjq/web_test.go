@@ -493,6 +493,64 @@ func TestDashboardInABrowser(t *testing.T) {
 		_, err = chromedp.Call(bctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{})
 		require.NoError(t, err)
 	})
+
+	t.Run("a write from another origin or without the token is refused, and changes nothing", func(t *testing.T) {
+		added, err := lib.AddJob(ctx, lib.CreateJob("to bob").SetName("keep-me").SetDateEnable(time.Now().Add(time.Hour)))
+		require.NoError(t, err)
+		id := added[0].ID
+		cancelPath := "api/jobs/" + id + "/cancel"
+		stillWaiting := func(what string) {
+			t.Helper()
+			got, err := lib.GetJob(ctx, id)
+			require.NoError(t, err)
+			assert.Equal(t, job.Waiting, got[0].Status, what)
+		}
+
+		// A page of another origin (localhost, not 127.0.0.1) posts to the dashboard: the
+		// browser marks the request cross-site, and the dashboard refuses it.
+		other := strings.Replace(url, "127.0.0.1", "localhost", 1)
+		tab, closeTab := chromedp.NewContext(bctx)
+		defer closeTab()
+		// The tab's first run opens it; like the browser's, it must carry no deadline.
+		require.NoError(t, chromedp.Do(tab), "open a tab")
+		eval := func(expr string) (any, error) {
+			ectx, cancel := context.WithTimeout(tab, 20*time.Second)
+			defer cancel()
+			return chromedp.Run(ectx, chromedp.Evaluate[any](expr, chromedp.EvalAwaitPromise))
+		}
+		within(t, tab, 20*time.Second, "the dashboard at another origin", chromedp.Navigate(other), chromedp.WaitVisible(chromedp.CSS("#count-waiting")))
+		sent, err := eval(fmt.Sprintf(`fetch(%q, {method: "POST", mode: "no-cors"}).then(() => "sent", e => "failed: " + e)`, url+cancelPath))
+		require.NoError(t, err)
+		assert.Equal(t, "sent", sent, "the browser sent it (its answer is hidden from the page)")
+		stillWaiting("a cross-origin post cancels nothing")
+		req, err := http.NewRequest(http.MethodPost, url+cancelPath, nil)
+		require.NoError(t, err)
+		req.Header.Set("Origin", strings.TrimSuffix(other, "/ops/queue/"))
+		req.Header.Set("Sec-Fetch-Site", "cross-site")
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		assert.Equal(t, http.StatusForbidden, res.StatusCode, "what that post got")
+		stillWaiting("nor does a post that says it comes from there")
+
+		// A dashboard behind a token: the same post from its own page, without the token, is
+		// refused; with it, it cancels.
+		guarded := startWeb(t, bin, base, "--actions", "--token", "s3cret")
+		within(t, tab, 20*time.Second, "the guarded dashboard", chromedp.Navigate(guarded))
+		post := func(auth string) int {
+			status, err := eval(fmt.Sprintf(`fetch(%q, {method: "POST", headers: %s}).then(r => r.status)`, guarded+cancelPath, auth))
+			require.NoError(t, err)
+			n, _ := status.(float64)
+			return int(n)
+		}
+		assert.Equal(t, http.StatusUnauthorized, post(`{}`), "no token")
+		assert.Equal(t, http.StatusUnauthorized, post(`{"Authorization": "Bearer wrong"}`), "the wrong token")
+		stillWaiting("a post without the right token cancels nothing")
+		assert.Equal(t, http.StatusOK, post(`{"Authorization": "Bearer s3cret"}`), "the token")
+		got, err := lib.GetJob(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, job.Cancelled, got[0].Status, "with the token, the post cancels")
+	})
 	t.Logf("browser part took %v", time.Since(start).Round(100*time.Millisecond))
 }
 
