@@ -33,6 +33,13 @@ func TestFailoverOfAPrimaryLosesNoJob(t *testing.T) {
 	if bin == "" {
 		t.Skip("RJQ_TEST_RETHINKDB is not set: name a rethinkdb 2.4 binary there to run failovers on a cluster of three")
 	}
+	if raceDetector {
+		// Not this library's race: when the primary dies, the driver redials, and reads and
+		// writes a pool slot without a lock when two queries do so at once (pool.go:122/127,
+		// rethinkdb/rethinkdb-go#488, open; v6.2.1 is the newest release). The race detector
+		// stops the test there; run it without -race.
+		t.Skip("rethinkdb-go v6.2.1 has a known data race when it redials (rethinkdb/rethinkdb-go#488); run without -race")
+	}
 	runs := 3
 	if v := os.Getenv("RJQ_TEST_FAILOVER_RUNS"); v != "" {
 		var err error

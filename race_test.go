@@ -1,0 +1,6 @@
+//go:build race
+
+package rjq_test
+
+// raceDetector is true under -race.
+const raceDetector = true
