@@ -26,20 +26,12 @@ type crossResult struct {
 // usual deployment, a web process adding and worker processes running. It reports add →
 // handler start and what the workers queried per job.
 func measureCross(ctx context.Context, addr string, workers, n int) (crossResult, error) {
-	return timedThenCounted(func(count bool) (crossResult, error) { return crossRun(ctx, addr, workers, n, count) })
+	return timedThenCounted(func(count bool) (crossResult, error) { return crossRun(ctx, addr, workers, n, count) }, keepClaims)
 }
 
-// timedThenCounted makes a cross-process measurement without the workers' counting
-// proxies, which would add their copying and two loopback hops to every query and
-// changefeed message, and then again with them, for the queries per job.
-func timedThenCounted(run func(count bool) (crossResult, error)) (crossResult, error) {
-	res, err := run(false)
-	if err != nil || !countWanted {
-		return res, err
-	}
-	counted, err := run(true)
-	res.claimQueriesPerJob, res.queriesPerJob = counted.claimQueriesPerJob, counted.queriesPerJob
-	return res, err
+// keepClaims keeps a counted run's queries per job.
+func keepClaims(timed *crossResult, counted crossResult) {
+	timed.claimQueriesPerJob, timed.queriesPerJob = counted.claimQueriesPerJob, counted.queriesPerJob
 }
 
 // crossRun is one run of measureCross; with count, the workers count their queries.
@@ -90,7 +82,7 @@ func crossRun(ctx context.Context, addr string, workers, n int, count bool) (cro
 // measureBurst adds n jobs in one AddJob onto workers idle worker processes and reports
 // the rate at which they are started, and the workers' queries per job.
 func measureBurst(ctx context.Context, addr string, workers, n int) (crossResult, error) {
-	return timedThenCounted(func(count bool) (crossResult, error) { return burstRun(ctx, addr, workers, n, count) })
+	return timedThenCounted(func(count bool) (crossResult, error) { return burstRun(ctx, addr, workers, n, count) }, keepClaims)
 }
 
 // burstRun is one run of measureBurst; with count, the workers count their queries.

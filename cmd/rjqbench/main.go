@@ -341,21 +341,37 @@ func newQueue(ctx context.Context, addr, db string, opts queue.Options) (*queue.
 // measureProcess processes n jobs already in the queue at concurrency, with no changefeed
 // and a handler that does nothing, counting the queue's queries on the wire.
 func measureProcess(ctx context.Context, addr string, concurrency, n int, cpu cpuMeter) (result, error) {
-	res, err := processRun(ctx, addr, concurrency, n, cpu, nil)
+	return timedThenCounted(func(count bool) (result, error) {
+		if !count {
+			return processRun(ctx, addr, concurrency, n, cpu, nil)
+		}
+		proxy, err := wirecount.Start(addr)
+		if err != nil {
+			return result{}, err
+		}
+		defer proxy.Close()
+		return processRun(ctx, proxy.Addr(), concurrency, n, cpuMeter{}, proxy)
+	}, keepQueries)
+}
+
+// timedThenCounted runs a measurement without counting its queries, and then, unless
+// -count=false, again through counting proxies, and keeps the counts of that second run
+// in the first one's result. A proxy runs in the measuring process or in each worker
+// process: its copying takes the cores the timed run shares with the server, and it adds
+// two loopback hops to every query and changefeed message, which the floor and Node
+// never pay.
+func timedThenCounted[T any](run func(count bool) (T, error), keep func(timed *T, counted T)) (T, error) {
+	res, err := run(false)
 	if err != nil || !countWanted {
 		return res, err
 	}
-	// The queries are counted in a run of their own: the counting proxy runs in this
-	// process, and its copying takes the cores the measured run shares with the server.
-	proxy, err := wirecount.Start(addr)
-	if err != nil {
-		return result{}, err
-	}
-	defer proxy.Close()
-	counted, err := processRun(ctx, proxy.Addr(), concurrency, n, cpuMeter{}, proxy)
-	res.queriesPerJob = counted.queriesPerJob
+	counted, err := run(true)
+	keep(&res, counted)
 	return res, err
 }
+
+// keepQueries keeps a counted run's queries per job.
+func keepQueries(timed *result, counted result) { timed.queriesPerJob = counted.queriesPerJob }
 
 // processRun processes n jobs at concurrency on a fresh table at addr; with proxy (which
 // forwards addr to the server), it counts their queries instead of timing them.

@@ -14,14 +14,15 @@ import (
 // floor loop with batch concurrency, each over its own part of the jobs: what the server
 // allows procs clients that never contend.
 func measureProcs(ctx context.Context, addr, mode string, procs, concurrency, n int, cpu cpuMeter) (result, error) {
-	res, err := procsRun(ctx, addr, mode, procs, concurrency, n, cpu, false)
-	if err != nil || mode != "process" || !countWanted {
-		return res, err
+	if mode != "process" {
+		return procsRun(ctx, addr, mode, procs, concurrency, n, cpu, false)
 	}
-	// The queries, counted in a run of their own (see measureProcess).
-	counted, err := procsRun(ctx, addr, mode, procs, concurrency, n, cpuMeter{}, true)
-	res.queriesPerJob = counted.queriesPerJob
-	return res, err
+	return timedThenCounted(func(count bool) (result, error) {
+		if count {
+			cpu = cpuMeter{}
+		}
+		return procsRun(ctx, addr, mode, procs, concurrency, n, cpu, count)
+	}, keepQueries)
 }
 
 // procsRun is one run of measureProcs; with count, the workers count their queries.

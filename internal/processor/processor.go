@@ -315,13 +315,6 @@ func (a *activity) state() (running int, busy bool, changed <-chan struct{}) {
 	return a.running, a.running > 0 || a.claiming || a.pending > 0 || a.reserved > 0, a.changed
 }
 
-// reservedNow returns how many slots Reserve holds.
-func (a *activity) reservedNow() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.reserved
-}
-
 func (a *activity) waitIdle(ctx context.Context) error {
 	for {
 		_, busy, changed := a.state()

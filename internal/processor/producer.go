@@ -622,8 +622,9 @@ func (p *producer) beginClaim() (free int, ok bool) {
 	pr := p.p
 	// Mark the claim before looking at the pause, so that a Pause either sees the claim and
 	// waits for it, or is seen here.
-	pr.act.update(func(a *activity) { a.claiming = true })
-	free = pr.cfg.Concurrency() - pr.exec.count() - pr.act.reservedNow()
+	reserved := 0
+	pr.act.update(func(a *activity) { a.claiming, reserved = true, a.reserved })
+	free = pr.cfg.Concurrency() - pr.exec.count() - reserved
 	if free < 1 || !pr.cfg.Claiming() {
 		p.endClaim()
 		return 0, false
