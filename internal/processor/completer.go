@@ -184,10 +184,11 @@ func (c *completer) written(ctx context.Context, outs []*outcome, done []string)
 			p.cfg.Log.Info("job changed elsewhere while it ran; its outcome is dropped", "job", id)
 			continue
 		}
-		p.emit(Event{Type: o.event, JobID: id, IsRepeating: o.repeating, Err: o.err})
+		// Recorded before the event, so that whoever sees the event sees the run counted.
 		if p.cfg.Hooks.RunEnded != nil {
 			p.cfg.Hooks.RunEnded(o.rn.claimed, o.write.Status, o.write.DateFinished)
 		}
+		p.emit(Event{Type: o.event, JobID: id, IsRepeating: o.repeating, Err: o.err})
 		if o.terminated != nil {
 			c.terminatedHook(o.terminated, o.err)
 		}
