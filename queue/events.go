@@ -3,6 +3,9 @@ package queue
 import (
 	"context"
 	"slices"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/broker"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/engine"
 )
 
 // EventType names an event; the values are the Node.js library's event names, so
@@ -91,9 +94,18 @@ func (q *Queue) Events(ctx context.Context, types ...EventType) <-chan Event {
 // full, over the queue's life.
 func (q *Queue) DroppedEvents() uint64 { return q.events.Dropped() }
 
-// emit raises a local event of this queue.
-func (q *Queue) emit(e Event) {
-	e.QueueID = q.id
-	e.Local = true
-	q.events.Publish(e)
+// outlet turns the engine's events into Events for the queue's subscribers.
+type outlet struct{ b *broker.Broker[Event] }
+
+func (o outlet) Publish(e engine.Event) {
+	var review *ReviewResult
+	if e.Review != nil {
+		r := ReviewResult(*e.Review)
+		review = &r
+	}
+	o.b.Publish(Event{Type: EventType(e.Type), QueueID: e.QueueID, JobID: e.JobID, Local: e.Local,
+		Global: e.Global, IsRepeating: e.IsRepeating, Progress: e.Progress, Err: e.Err, Count: e.Count,
+		Review: review})
 }
+
+func (o outlet) Close() { o.b.Close() }

@@ -2,7 +2,6 @@ package queue
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
@@ -11,30 +10,5 @@ import (
 // some ids are not in the queue it returns the jobs it found and an error wrapping
 // job.ErrNotFound that names the missing ids.
 func (q *Queue) GetJob(ctx context.Context, ids ...string) ([]*job.Job, error) {
-	ids, end, err := q.beginWithIDs(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	defer end()
-	jobs, err := q.db.GetJobs(ctx, q.store(), ids)
-	if err != nil {
-		return nil, fmt.Errorf("queue %s: get jobs: %w", q.cfg.name, err)
-	}
-	byID := make(map[string]*job.Job, len(jobs))
-	for _, j := range jobs {
-		byID[j.ID] = j
-	}
-	ordered := make([]*job.Job, 0, len(ids))
-	var missing []string
-	for _, id := range ids {
-		if j, ok := byID[id]; ok {
-			ordered = append(ordered, j)
-		} else {
-			missing = append(missing, id)
-		}
-	}
-	if len(missing) > 0 {
-		return ordered, fmt.Errorf("%w: %v", job.ErrNotFound, missing)
-	}
-	return ordered, nil
+	return q.e.GetJob(ctx, ids...)
 }

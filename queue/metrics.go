@@ -3,6 +3,7 @@ package queue
 import (
 	"time"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/engine"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -31,37 +32,4 @@ type NamedMetrics interface {
 
 // MetricName is the name a NamedMetrics is given for a job: its name, or "" when that is
 // its id (the default).
-func MetricName(j *job.Job) string {
-	if j.Name == j.ID {
-		return ""
-	}
-	return j.Name
-}
-
-// claimedMetric reports a claim of n jobs to Options.Metrics.
-func (q *Queue) claimedMetric(n int) {
-	if q.cfg.metrics != nil && n > 0 {
-		defer q.metricsPanic()
-		q.cfg.metrics.JobsClaimed(q.cfg.name, n)
-	}
-}
-
-// runMetric reports the end of a run of j to Options.Metrics.
-func (q *Queue) runMetric(j job.Job, status job.Status, at time.Time) {
-	if q.cfg.metrics != nil {
-		defer q.metricsPanic()
-		if named, ok := q.cfg.metrics.(NamedMetrics); ok {
-			named.RunEndedNamed(q.cfg.name, MetricName(&j), status, runTime(j, at))
-			return
-		}
-		q.cfg.metrics.RunEnded(q.cfg.name, status, runTime(j, at))
-	}
-}
-
-// metricsPanic keeps a Metrics implementation that panics from taking the processing loop
-// down: the measurement is lost and the panic logged.
-func (q *Queue) metricsPanic() {
-	if v := recover(); v != nil {
-		q.log.Error("Options.Metrics panicked; the measurement is lost", "panic", v)
-	}
-}
+func MetricName(j *job.Job) string { return engine.MetricName(j) }

@@ -1,19 +1,17 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
-	"net"
-	"regexp"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/engine"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -136,168 +134,66 @@ const (
 	// KeepFinishedJobs never removes finished jobs; any negative value means the same.
 	KeepFinishedJobs time.Duration = -1
 	// RemoveFinishedJobsImmediately removes each job as soon as it finishes.
-	RemoveFinishedJobsImmediately time.Duration = 1
+	RemoveFinishedJobsImmediately = engine.RemoveImmediately
 )
 
 // DefaultQueryRunOptions are the run options used when Options.QueryRunOptions is nil.
 func DefaultQueryRunOptions() r.RunOpts { return r.RunOpts{ReadMode: "majority"} }
 
-// config is Options and ConnectOptions with every default applied and checked.
-type config struct {
-	host           string
-	port           int
-	addresses      []string
-	tls            *tls.Config
-	db             string
-	username       string
-	password       string
-	session        *r.Session
-	name           string
-	initDelay      time.Duration
-	runOpts        r.RunOpts
-	changeFeed     bool
-	concurrency    int
-	masterInterval time.Duration
-	limitJobLogs   int
-	removeFinished time.Duration
-	jobOptions     job.Options
-	logger         *slog.Logger
-	middleware     []Middleware
-	baseContext    func() context.Context
-	heartbeat      time.Duration
-	onTerminated   func(*job.Job, error)
-	retryBackoff   func(*job.Job, int) time.Duration
-	eventBuffer    int
-	metrics        Metrics
-	shards         int
-	replicas       int
-}
-
-// RethinkDB accepts these characters in database and table names.
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-
-func resolve(cxn *ConnectOptions, opts *Options) (config, error) {
+// resolve applies the defaults to cxn and opts and checks them.
+func resolve(cxn *ConnectOptions, opts *Options) (engine.Config, []Middleware, error) {
 	if cxn == nil {
 		cxn = &ConnectOptions{}
 	}
 	if opts == nil {
 		opts = &Options{}
 	}
-	host, port, err := firstAddress(cxn)
+	host, port, err := engine.FirstAddress(cxn.Host, cxn.Port, cxn.Addresses)
 	if err != nil {
-		return config{}, err
+		return engine.Config{}, nil, err
 	}
-	c := config{
-		host:           or(host, DefaultHost),
-		port:           or(port, DefaultPort),
-		addresses:      cxn.Addresses,
-		tls:            cxn.TLS,
-		db:             or(cxn.DB, DefaultDB),
-		username:       cxn.Username,
-		password:       cxn.Password,
-		session:        cxn.Session,
-		name:           or(opts.Name, DefaultName),
-		initDelay:      or(opts.DatabaseInitDelay, DefaultDatabaseInitDelay),
-		runOpts:        DefaultQueryRunOptions(),
-		changeFeed:     !opts.NoChangeFeed,
-		concurrency:    or(opts.Concurrency, DefaultConcurrency),
-		masterInterval: or(opts.MasterInterval, DefaultMasterInterval),
-		limitJobLogs:   or(opts.LimitJobLogs, DefaultLimitJobLogs),
-		removeFinished: or(opts.RemoveFinishedJobs, DefaultRemoveFinishedJobs),
-		jobOptions:     job.DefaultOptions(),
-		logger:         opts.Logger,
-		middleware:     slices.Clone(opts.Middleware),
-		baseContext:    opts.BaseContext,
-		heartbeat:      or(opts.Heartbeat, DefaultHeartbeat),
-		onTerminated:   opts.OnTerminated,
-		retryBackoff:   opts.RetryBackoff,
-		metrics:        opts.Metrics,
-		eventBuffer:    or(opts.EventBuffer, DefaultEventBuffer),
-		shards:         opts.Shards,
-		replicas:       opts.Replicas,
+	c := engine.Config{
+		Host:           cmp.Or(host, DefaultHost),
+		Port:           cmp.Or(port, DefaultPort),
+		Addresses:      cxn.Addresses,
+		TLS:            cxn.TLS,
+		DB:             cmp.Or(cxn.DB, DefaultDB),
+		Username:       cxn.Username,
+		Password:       cxn.Password,
+		Session:        cxn.Session,
+		Name:           cmp.Or(opts.Name, DefaultName),
+		InitDelay:      cmp.Or(opts.DatabaseInitDelay, DefaultDatabaseInitDelay),
+		RunOpts:        DefaultQueryRunOptions(),
+		ChangeFeed:     !opts.NoChangeFeed,
+		Concurrency:    cmp.Or(opts.Concurrency, DefaultConcurrency),
+		MasterInterval: cmp.Or(opts.MasterInterval, DefaultMasterInterval),
+		LimitJobLogs:   cmp.Or(opts.LimitJobLogs, DefaultLimitJobLogs),
+		RemoveFinished: cmp.Or(opts.RemoveFinishedJobs, DefaultRemoveFinishedJobs),
+		JobOptions:     job.DefaultOptions(),
+		Logger:         cmp.Or(opts.Logger, slog.New(slog.DiscardHandler)),
+		BaseContext:    opts.BaseContext,
+		Heartbeat:      cmp.Or(opts.Heartbeat, DefaultHeartbeat),
+		OnTerminated:   opts.OnTerminated,
+		RetryBackoff:   opts.RetryBackoff,
+		Metrics:        opts.Metrics,
+		EventBuffer:    cmp.Or(opts.EventBuffer, DefaultEventBuffer),
+		Shards:         opts.Shards,
+		Replicas:       opts.Replicas,
 	}
-	if c.baseContext == nil {
-		c.baseContext = context.Background
+	if c.BaseContext == nil {
+		c.BaseContext = context.Background
 	}
 	if opts.QueryRunOptions != nil {
-		c.runOpts = *opts.QueryRunOptions
-		c.runOpts.Context = nil
+		c.RunOpts = *opts.QueryRunOptions
+		c.RunOpts.Context = nil
 	}
 	if opts.JobOptions != nil {
-		c.jobOptions = opts.JobOptions.WithDefaults()
+		c.JobOptions = opts.JobOptions.WithDefaults()
 	}
-	if c.logger == nil {
-		c.logger = slog.New(slog.DiscardHandler)
-	}
-	return c, c.validate()
-}
-
-// firstAddress is the host and port Queue.Host and Queue.Port report: Host and Port, or
-// else the first of Addresses, each of which must be host:port.
-func firstAddress(cxn *ConnectOptions) (host string, port int, err error) {
-	host, port = cxn.Host, cxn.Port
-	for i, a := range cxn.Addresses {
-		h, p, err := net.SplitHostPort(a)
-		n, perr := strconv.Atoi(p)
-		if err != nil || perr != nil || h == "" || n < 1 || n > 65535 {
-			return "", 0, fmt.Errorf("%w: address %d %q: want host:port", ErrInvalidOption, i, a)
-		}
-		if i == 0 && host == "" && port == 0 {
-			host, port = h, n
-		}
-	}
-	return host, port, nil
-}
-
-// validate reports the first setting of c that is out of range.
-func (c config) validate() error {
-	switch {
-	case !namePattern.MatchString(c.db):
-		return fmt.Errorf("%w: database name %q: use letters, digits, '_' and '-' only", ErrInvalidOption, c.db)
-	case !namePattern.MatchString(c.name):
-		return fmt.Errorf("%w: queue name %q: use letters, digits, '_' and '-' only", ErrInvalidOption, c.name)
-	case c.port < 1 || c.port > 65535:
-		return fmt.Errorf("%w: port %d", ErrInvalidOption, c.port)
-	case c.concurrency < 1:
-		return fmt.Errorf("%w: concurrency %d: must be at least 1", ErrInvalidOption, c.concurrency)
-	case c.eventBuffer < 1:
-		return fmt.Errorf("%w: event buffer %d: must be at least 1", ErrInvalidOption, c.eventBuffer)
-	case c.shards < 0 || c.shards > 64:
-		return fmt.Errorf("%w: shards %d: RethinkDB allows 1 to 64", ErrInvalidOption, c.shards)
-	case c.replicas < 0:
-		return fmt.Errorf("%w: replicas %d: must not be negative", ErrInvalidOption, c.replicas)
-	}
-	for i, m := range c.middleware {
+	for i, m := range opts.Middleware {
 		if m == nil {
-			return fmt.Errorf("%w: middleware %d is nil", ErrInvalidOption, i)
+			return engine.Config{}, nil, fmt.Errorf("%w: middleware %d is nil", ErrInvalidOption, i)
 		}
 	}
-	if err := c.jobOptions.Validate(); err != nil {
-		return fmt.Errorf("%w: job options: %w", ErrInvalidOption, err)
-	}
-	return nil
-}
-
-func or[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
-
-// addr names the server (or servers) the queue dials, for messages.
-func (c config) addr() string {
-	if len(c.addresses) > 0 {
-		return strings.Join(c.addresses, ",")
-	}
-	return net.JoinHostPort(c.host, strconv.Itoa(c.port))
-}
-
-func (c config) master() bool { return c.masterInterval > 0 }
-
-func (c config) heartbeats() bool { return c.heartbeat > 0 }
-
-func (c config) removeImmediately() bool {
-	return c.removeFinished == RemoveFinishedJobsImmediately
+	return c, slices.Clone(opts.Middleware), c.Validate()
 }

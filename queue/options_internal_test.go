@@ -12,30 +12,30 @@ import (
 )
 
 func TestResolveDefaults(t *testing.T) {
-	c, err := resolve(nil, nil)
+	c, _, err := resolve(nil, nil)
 	require.NoError(t, err)
-	assert.Equal(t, "localhost", c.host)
-	assert.Equal(t, 28015, c.port)
-	assert.Equal(t, "rjqJobQueue", c.db)
-	assert.Equal(t, "rjqJobList", c.name)
-	assert.Equal(t, time.Second, c.initDelay)
-	assert.Equal(t, r.RunOpts{ReadMode: "majority"}, c.runOpts)
-	assert.True(t, c.changeFeed)
-	assert.Equal(t, 1, c.concurrency)
-	assert.Equal(t, 310*time.Second, c.masterInterval)
-	assert.True(t, c.master())
-	assert.Equal(t, 1000, c.limitJobLogs)
-	assert.Equal(t, 180*24*time.Hour, c.removeFinished)
-	assert.False(t, c.removeImmediately())
-	assert.Equal(t, job.DefaultOptions(), c.jobOptions)
-	assert.NotNil(t, c.logger)
-	assert.Equal(t, "localhost:28015", c.addr())
+	assert.Equal(t, "localhost", c.Host)
+	assert.Equal(t, 28015, c.Port)
+	assert.Equal(t, "rjqJobQueue", c.DB)
+	assert.Equal(t, "rjqJobList", c.Name)
+	assert.Equal(t, time.Second, c.InitDelay)
+	assert.Equal(t, r.RunOpts{ReadMode: "majority"}, c.RunOpts)
+	assert.True(t, c.ChangeFeed)
+	assert.Equal(t, 1, c.Concurrency)
+	assert.Equal(t, 310*time.Second, c.MasterInterval)
+	assert.True(t, c.Master())
+	assert.Equal(t, 1000, c.LimitJobLogs)
+	assert.Equal(t, 180*24*time.Hour, c.RemoveFinished)
+	assert.False(t, c.RemovesImmediately())
+	assert.Equal(t, job.DefaultOptions(), c.JobOptions)
+	assert.NotNil(t, c.Logger)
+	assert.Equal(t, "localhost:28015", c.Addr())
 }
 
 func TestResolveGivenValues(t *testing.T) {
 	jobOpts := job.Options{Priority: job.High}
 	runOpts := r.RunOpts{ReadMode: "single"}
-	c, err := resolve(
+	c, _, err := resolve(
 		&ConnectOptions{Host: "db1", Port: 29015, DB: "jobs", Username: "u", Password: "p"},
 		&Options{
 			Name: "mail", DatabaseInitDelay: -1, QueryRunOptions: &runOpts, NoChangeFeed: true,
@@ -43,20 +43,20 @@ func TestResolveGivenValues(t *testing.T) {
 			RemoveFinishedJobs: RemoveFinishedJobsImmediately, JobOptions: &jobOpts,
 		})
 	require.NoError(t, err)
-	assert.Equal(t, "db1:29015", c.addr())
-	assert.Equal(t, "jobs", c.db)
-	assert.Equal(t, "u", c.username)
-	assert.Equal(t, "mail", c.name)
-	assert.Equal(t, time.Duration(-1), c.initDelay)
-	assert.Equal(t, "single", c.runOpts.ReadMode)
-	assert.False(t, c.changeFeed)
-	assert.Equal(t, 8, c.concurrency)
-	assert.False(t, c.master())
-	assert.Equal(t, -1, c.limitJobLogs)
-	assert.True(t, c.removeImmediately())
+	assert.Equal(t, "db1:29015", c.Addr())
+	assert.Equal(t, "jobs", c.DB)
+	assert.Equal(t, "u", c.Username)
+	assert.Equal(t, "mail", c.Name)
+	assert.Equal(t, time.Duration(-1), c.InitDelay)
+	assert.Equal(t, "single", c.RunOpts.ReadMode)
+	assert.False(t, c.ChangeFeed)
+	assert.Equal(t, 8, c.Concurrency)
+	assert.False(t, c.Master())
+	assert.Equal(t, -1, c.LimitJobLogs)
+	assert.True(t, c.RemovesImmediately())
 	want := jobOpts
 	want.Timeout = job.DefaultTimeout
-	assert.Equal(t, want, c.jobOptions, "job options are used as given, zero fields included, but a zero timeout is the default")
+	assert.Equal(t, want, c.JobOptions, "job options are used as given, zero fields included, but a zero timeout is the default")
 }
 
 func TestResolveRefuses(t *testing.T) {
@@ -72,19 +72,19 @@ func TestResolveRefuses(t *testing.T) {
 		"address":      {&ConnectOptions{Addresses: []string{"db1:28015", "db2"}}, nil},
 		"address port": {&ConnectOptions{Addresses: []string{"db1:99999"}}, nil},
 	} {
-		_, err := resolve(tc.cxn, tc.opts)
+		_, _, err := resolve(tc.cxn, tc.opts)
 		assert.ErrorIs(t, err, ErrInvalidOption, name)
 		assert.ErrorIs(t, err, job.ErrInvalid, name)
 	}
 }
 
 func TestResolveAddresses(t *testing.T) {
-	c, err := resolve(&ConnectOptions{Addresses: []string{"db1:28016", "db2:28017"}}, nil)
+	c, _, err := resolve(&ConnectOptions{Addresses: []string{"db1:28016", "db2:28017"}}, nil)
 	require.NoError(t, err)
-	assert.Equal(t, "db1", c.host, "Host reports the first address")
-	assert.Equal(t, 28016, c.port)
-	assert.Equal(t, "db1:28016,db2:28017", c.addr())
-	c, err = resolve(&ConnectOptions{Host: "lb", Port: 1, Addresses: []string{"db1:28016"}}, nil)
+	assert.Equal(t, "db1", c.Host, "Host reports the first address")
+	assert.Equal(t, 28016, c.Port)
+	assert.Equal(t, "db1:28016,db2:28017", c.Addr())
+	c, _, err = resolve(&ConnectOptions{Host: "lb", Port: 1, Addresses: []string{"db1:28016"}}, nil)
 	require.NoError(t, err)
-	assert.Equal(t, "lb", c.host, "a given Host is kept for reporting")
+	assert.Equal(t, "lb", c.Host, "a given Host is kept for reporting")
 }

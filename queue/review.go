@@ -2,10 +2,6 @@ package queue
 
 import (
 	"context"
-	"fmt"
-
-	"github.com/rjqgo/rethinkdb-job-queue/job"
-	"github.com/rjqgo/rethinkdb-job-queue/master"
 )
 
 // Review runs the Queue Master's review now, on any queue: active jobs whose dateEnable
@@ -14,68 +10,6 @@ import (
 // to "reviewed", so every queue on the table claims again. This queue raises a local
 // reviewed event and claims again too. A Queue Master runs it every MasterInterval.
 func (q *Queue) Review(ctx context.Context) (ReviewResult, error) {
-	end, err := q.begin(ctx)
-	if err != nil {
-		return ReviewResult{}, err
-	}
-	defer end()
-	return q.review(ctx, true)
-}
-
-// masterTarget is this queue's table as the master package reviews it.
-func (q *Queue) masterTarget() master.Target {
-	return master.Target{
-		Session:      q.session,
-		DB:           q.cfg.db,
-		Table:        q.cfg.name,
-		RunOpts:      q.cfg.runOpts,
-		QueueID:      q.id,
-		LimitJobLogs: q.cfg.limitJobLogs,
-		Retention: master.Retention{
-			Keep:        q.cfg.removeFinished < 0,
-			Immediately: q.cfg.removeImmediately(),
-			Period:      q.cfg.removeFinished,
-		},
-		TallyFrom: q.exactBelow,
-		Log:       q.log,
-	}
-}
-
-// review is Review without the checks of a call, for the Master's loops and Process;
-// remove tells whether it removes finished jobs (a worker's review before it starts
-// processing does not).
-func (q *Queue) review(ctx context.Context, remove bool) (ReviewResult, error) {
-	t := q.masterTarget()
-	if !remove {
-		t.Retention.Keep = true
-	}
-	res, err := master.Review(ctx, t)
-	if err != nil {
-		err = fmt.Errorf("queue %s: review: %w", q.cfg.name, err)
-		q.emit(Event{Type: EventError, Err: err})
-		return ReviewResult{}, err
-	}
-	result := ReviewResult{Reviewed: res.Reviewed, Removed: res.Removed, Local: true}
-	q.log.Debug("reviewed", "orphans", res.Reviewed, "removed", res.Removed)
-	q.emit(Event{Type: EventReviewed, Review: &result})
-	q.wakeProcessing()
-	return result, nil
-}
-
-// masterServices are the loops this queue runs as a Queue Master.
-func (q *Queue) masterServices() master.Services {
-	return master.Services{
-		Target:    q.masterTarget(),
-		Ready:     q.ready0,
-		Interval:  q.cfg.masterInterval,
-		Heartbeat: q.cfg.heartbeat,
-		Review: func(ctx context.Context, remove bool) error {
-			_, err := q.review(ctx, remove)
-			return err
-		},
-		Enqueue: func(ctx context.Context, j *job.Job) error {
-			_, err := q.AddJob(ctx, j)
-			return err
-		},
-	}
+	res, err := q.e.Review(ctx)
+	return ReviewResult(res), err
 }

@@ -57,20 +57,7 @@ func (s Summary) String() string {
 // A table of fewer than about ten thousand jobs, or one with no tally yet, is counted
 // exactly, as one grouped count (seconds at a million jobs: run a Queue Master).
 func (q *Queue) Summary(ctx context.Context) (Summary, error) {
-	end, err := q.begin(ctx)
-	if err != nil {
-		return Summary{}, err
-	}
-	defer end()
-	s, err := q.summary(ctx)
-	if err != nil {
-		return Summary{}, fmt.Errorf("queue %s: summary: %w", q.cfg.name, err)
-	}
-	return s, nil
-}
-
-func (q *Queue) summary(ctx context.Context) (Summary, error) {
-	c, err := q.db.Counts(ctx, q.exactBelow)
+	c, err := q.e.Summary(ctx)
 	if err != nil {
 		return Summary{}, err
 	}

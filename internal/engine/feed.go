@@ -1,8 +1,7 @@
-package queue
+package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -13,10 +12,6 @@ import (
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
-
-// ErrInvalidState is the error of an error event raised when the State Document holds a
-// state other than paused, active or reviewed.
-var ErrInvalidState = errors.New("queue: the State Document has an unknown state")
 
 // maxFeedBackoff bounds the wait between attempts to reopen a failed changefeed.
 const maxFeedBackoff = 10 * time.Second
@@ -44,11 +39,11 @@ func (q *Queue) follow(ctx context.Context, first chan<- error) {
 			q.log.Info("changefeed reopened")
 			q.resync()
 		}
-		err := changefeed.FollowQueue(ctx, q.session, q.db.Term(), q.id, q.cfg.runOpts, subscribed, q.onChange)
+		err := changefeed.FollowQueue(ctx, q.session, q.db.Term(), q.id, q.cfg.RunOpts, subscribed, q.onChange)
 		if ctx.Err() != nil {
 			return
 		}
-		err = fmt.Errorf("queue %s: changefeed: %w", q.cfg.name, err)
+		err = fmt.Errorf("queue %s: changefeed: %w", q.cfg.Name, err)
 		if !opened {
 			first <- err
 			return
@@ -69,7 +64,7 @@ func (q *Queue) follow(ctx context.Context, first chan<- error) {
 			if ctx.Err() != nil {
 				return
 			}
-			q.emit(Event{Type: EventError, Err: fmt.Errorf("queue %s: reconnect: %w", q.cfg.name, err)})
+			q.emit(Event{Type: EventError, Err: fmt.Errorf("queue %s: reconnect: %w", q.cfg.Name, err)})
 		}
 	}
 }
@@ -123,7 +118,7 @@ func (q *Queue) onChange(c changefeed.Change) {
 			q.emitFrom("", Event{Type: EventRemoved, JobID: act.JobID})
 		}
 	default:
-		q.emitFrom(act.QueueID, Event{Type: EventType(act.Kind), JobID: act.JobID, Progress: act.Progress, IsRepeating: act.IsRepeating})
+		q.emitFrom(act.QueueID, Event{Type: string(act.Kind), JobID: act.JobID, Progress: act.Progress, IsRepeating: act.IsRepeating})
 	}
 	if p := q.processor(); p != nil && act.JobID != "" {
 		// Another queue cancelled, removed or failed (in a review) a job running here, or
@@ -154,16 +149,10 @@ func (q *Queue) hintOrTake(p *processor.Processor, act changefeed.Action, doc ma
 	p.Hint(j, act.QueueID)
 }
 
-// emitFrom raises an event learned from the feed, made by the queue queueID.
-func (q *Queue) emitFrom(queueID string, e Event) {
-	e.QueueID = queueID
-	q.events.Publish(e)
-}
-
 // noteRemovals remembers jobs this queue deleted, so that their deletion seen on the feed
 // is not raised a second time.
 func (q *Queue) noteRemovals(ids []string) {
-	if !q.cfg.changeFeed {
+	if !q.cfg.ChangeFeed {
 		return
 	}
 	now := time.Now()

@@ -1,4 +1,4 @@
-package queue
+package engine
 
 import (
 	"context"
@@ -48,10 +48,10 @@ var errNotOwned = processor.ErrNotOwned
 func (q *Queue) updateJob(ctx context.Context, j *job.Job, e job.LogEntry, owner int) error {
 	res, err := q.db.ReplaceJob(ctx, j, e, owner)
 	if err != nil {
-		return fmt.Errorf("queue %s: update job %s: %w", q.cfg.name, j.ID, err)
+		return fmt.Errorf("queue %s: update job %s: %w", q.cfg.Name, j.ID, err)
 	}
 	if res.Unchanged > 0 {
-		return fmt.Errorf("queue %s: update job %s: %w", q.cfg.name, j.ID, errNotOwned)
+		return fmt.Errorf("queue %s: update job %s: %w", q.cfg.Name, j.ID, errNotOwned)
 	}
 	if err := q.refresh(j, res); err != nil {
 		return err
@@ -72,13 +72,13 @@ func (s jobStore) SaveLog(ctx context.Context, j *job.Job, data any, message str
 	e := rdb.NewLog(j, q.id, data, message, typ, status)
 	res, trunc, err := q.db.AppendJobLog(ctx, j, e)
 	if err != nil {
-		return fmt.Errorf("queue %s: add log to job %s: %w", q.cfg.name, j.ID, err)
+		return fmt.Errorf("queue %s: add log to job %s: %w", q.cfg.Name, j.ID, err)
 	}
 	if res.Skipped > 0 {
 		return fmt.Errorf("%w: %s", job.ErrNotFound, j.ID)
 	}
 	j.QueueID = q.id
-	j.Log = rdb.AppendLog(j.Log, e, q.cfg.limitJobLogs, trunc)
+	j.Log = rdb.AppendLog(j.Log, e, q.cfg.LimitJobLogs, trunc)
 	q.emit(Event{Type: EventLog, JobID: j.ID})
 	return nil
 }
@@ -106,7 +106,7 @@ func (s jobStore) SaveProgress(ctx context.Context, j *job.Job, percent float64)
 func (q *Queue) writeProgress(ctx context.Context, j *job.Job, percent float64, refresh bool) error {
 	res, err := q.db.WriteProgress(ctx, j, percent, q.leaseEnd(j, time.Now().UTC().Truncate(time.Millisecond)))
 	if err != nil {
-		return fmt.Errorf("queue %s: update progress of job %s: %w", q.cfg.name, j.ID, err)
+		return fmt.Errorf("queue %s: update progress of job %s: %w", q.cfg.Name, j.ID, err)
 	}
 	if res.Unchanged > 0 {
 		return fmt.Errorf("%w: job %s in the database", job.ErrNotActive, j.ID)
@@ -136,7 +136,7 @@ func (q *Queue) refresh(j *job.Job, res rdb.WriteResult) error {
 	}
 	stored, err := rdb.FromDocument(q.store(), doc)
 	if err != nil {
-		return fmt.Errorf("queue %s: read back job %s: %w", q.cfg.name, j.ID, err)
+		return fmt.Errorf("queue %s: read back job %s: %w", q.cfg.Name, j.ID, err)
 	}
 	*j = *stored
 	return nil

@@ -1,0 +1,212 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/processor"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// CreateJob is queue.Queue.CreateJob, whose doc says what it does.
+func (q *Queue) CreateJob(data any) *job.Job {
+	j := job.New(data, q.JobOptions())
+	rdb.Attach(j, q.store())
+	return j
+}
+
+// AddJob is queue.Queue.AddJob, whose doc says what it does.
+func (q *Queue) AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error) {
+	if err := checkNewJobs(jobs); err != nil {
+		return nil, err
+	}
+	end, err := q.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	b := q.newBatch(jobs)
+	here := q.claimHere(&b)
+	if len(b.plain) > 0 {
+		ids, docs := b.pick(b.plain)
+		if err := q.db.InsertAll(ctx, ids, docs); err != nil {
+			here.unreserve(err)
+			return nil, err
+		}
+	}
+	var there map[string]*job.Job
+	if len(b.unique) > 0 {
+		ids, docs := b.pick(b.unique)
+		if there, err = q.db.InsertUnique(ctx, q.store(), ids, docs); err != nil {
+			if _, rerr := q.db.Unadd(ctx, b.ids, b.docs); rerr != nil {
+				return nil, fmt.Errorf("%w; removing the jobs already written failed too, so some may have been added (look them up by id): %w", err, rerr)
+			}
+			return nil, err
+		}
+	}
+	out := q.added(jobs, b.saved, there, here != nil)
+	here.start()
+	return out, nil
+}
+
+// addBatch is what AddJob writes: each job as stored, its document and id, and which
+// jobs are plain and which unique (see job.SetUniqueKey).
+type addBatch struct {
+	saved         []job.Job
+	docs          []any
+	ids           []string
+	plain, unique []int
+}
+
+// newBatch makes the documents of jobs as this queue adds them: waiting, in its name,
+// with the log entry "Job added to the queue".
+func (q *Queue) newBatch(jobs []*job.Job) addBatch {
+	b := addBatch{saved: make([]job.Job, len(jobs)), docs: make([]any, len(jobs)), ids: make([]string, len(jobs))}
+	for i, j := range jobs {
+		if j.UniqueKey() != "" {
+			b.unique = append(b.unique, i)
+		} else {
+			b.plain = append(b.plain, i)
+		}
+		saved := *j
+		saved.QueueID = q.id
+		if saved.Status == job.Created {
+			saved.Status = job.Waiting
+		}
+		e := rdb.NewLog(&saved, q.id, nil, job.MessageAdded, job.Information, job.Waiting)
+		saved.Log = rdb.AppendLog(append([]job.LogEntry(nil), j.Log...), e, q.cfg.LimitJobLogs, rdb.TruncatedLog(&saved, q.id, q.cfg.LimitJobLogs, job.Waiting))
+		b.saved[i] = saved
+		b.docs[i] = saved.Document()
+		b.ids[i] = j.ID
+	}
+	return b
+}
+
+// pick returns the ids and documents of the jobs at idx.
+func (b addBatch) pick(idx []int) ([]string, []any) {
+	ids, docs := make([]string, len(idx)), make([]any, len(idx))
+	for k, i := range idx {
+		ids[k], docs[k] = b.ids[i], b.docs[i]
+	}
+	return ids, docs
+}
+
+// added updates the jobs AddJob wrote to what was stored (attached to the queue, with
+// their status and log), raises their added events and, unless they were inserted
+// claimed, hints the processor of them. It returns what AddJob returns: each job, or the
+// job already there for its unique key.
+func (q *Queue) added(jobs []*job.Job, saved []job.Job, there map[string]*job.Job, claimed bool) []*job.Job {
+	out := make([]*job.Job, len(jobs))
+	added := make([]*job.Job, 0, len(jobs))
+	for i, j := range jobs {
+		if other, ok := there[j.ID]; ok {
+			out[i] = other
+			continue
+		}
+		out[i] = j
+		rdb.Attach(j, q.store())
+		s := &saved[i]
+		j.Status, j.Log, j.ProcessCount, j.DateStarted, j.DateEnable = s.Status, s.Log, s.ProcessCount, s.DateStarted, s.DateEnable
+		q.emit(Event{Type: EventAdded, JobID: j.ID})
+		added = append(added, j)
+	}
+	if p := q.processor(); p != nil && !claimed {
+		for _, j := range added {
+			p.Hint(j, q.id)
+		}
+	}
+	return out
+}
+
+// claimed holds the slots reserved for a batch inserted already claimed (see claimHere),
+// and the jobs the handler gets: each its own copy, as a claim would have read it.
+type claimed struct {
+	p    *processor.Processor
+	ids  []string
+	jobs []*job.Job
+}
+
+// claimHere makes b's jobs claimed by this queue when it processes, is idle and has a
+// free slot for each (processor.Reserve): AddJob then inserts them active in its name and
+// runs them at once, with no claim query between the insert and the handler. Only plain
+// jobs that are due now go so. It returns nil when b is to be inserted waiting.
+func (q *Queue) claimHere(b *addBatch) *claimed {
+	p := q.processor()
+	if p == nil || len(b.unique) > 0 {
+		return nil
+	}
+	now := time.Now()
+	for i := range b.saved {
+		if s := &b.saved[i]; s.Status != job.Waiting || s.DateEnable.After(now) {
+			return nil
+		}
+	}
+	if !p.Reserve(len(b.saved)) {
+		return nil
+	}
+	at := docfmt.Millis(now)
+	c := &claimed{p: p, ids: b.ids, jobs: make([]*job.Job, len(b.saved))}
+	saved, docs := slices.Clone(b.saved), make([]any, len(b.saved))
+	for i := range saved {
+		s := &saved[i]
+		q.db.ClaimNew(s, at, q.leaseEnd(s, at))
+		docs[i] = s.Document()
+		read, err := rdb.AsRead(docs[i])
+		if err == nil {
+			c.jobs[i], err = rdb.FromDocument(q.store(), read)
+		}
+		if err != nil {
+			// A document the driver cannot encode: the insert fails with its error.
+			p.Unreserve(len(saved), nil)
+			return nil
+		}
+	}
+	b.saved, b.docs = saved, docs
+	return c
+}
+
+// unreserve frees the slots of jobs whose insert failed with err. Unless the jobs were
+// in the table already, the insert may have landed: the processor looks for them.
+func (c *claimed) unreserve(err error) {
+	if c == nil {
+		return
+	}
+	var unsure []string
+	if !errors.Is(err, job.ErrExists) {
+		unsure = c.ids
+	}
+	c.p.Unreserve(len(c.jobs), unsure)
+}
+
+// start runs the inserted jobs.
+func (c *claimed) start() {
+	if c != nil {
+		c.p.Started(len(c.jobs), c.jobs)
+	}
+}
+
+// checkNewJobs validates a batch for AddJob without touching the database.
+func checkNewJobs(jobs []*job.Job) error {
+	if len(jobs) == 0 {
+		return ErrNoJobs
+	}
+	seen := make(map[string]bool, len(jobs))
+	for i, j := range jobs {
+		if j == nil {
+			return fmt.Errorf("job %d: %w", i, ErrNilJob)
+		}
+		if err := j.Validate(); err != nil {
+			return fmt.Errorf("job %d (%s): %w", i, j.ID, err)
+		}
+		if seen[j.ID] {
+			return fmt.Errorf("job %d: %w: id %s is given twice", i, job.ErrInvalidID, j.ID)
+		}
+		seen[j.ID] = true
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// DefaultCancelReason is the log message of a cancel given no reason.
+const DefaultCancelReason = "Job cancelled"
+
+// CancelJob is queue.Queue.CancelJob, whose doc says what it does.
+func (q *Queue) CancelJob(ctx context.Context, reason string, ids ...string) ([]string, error) {
+	if reason == "" {
+		reason = DefaultCancelReason
+	}
+	ids, end, err := q.beginWithIDs(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	return q.cancel(ctx, reason, ids)
+}
+
+// cancel cancels jobs known to be valid ids, without the checks of a public call. A job
+// running here has its handler's context cancelled.
+func (q *Queue) cancel(ctx context.Context, reason string, ids []string) ([]string, error) {
+	counts, missing, err := q.db.Cancel(ctx, ids, time.Now().UTC().Truncate(time.Millisecond), reason)
+	if err != nil {
+		return nil, fmt.Errorf("queue %s: cancel jobs: %w", q.cfg.Name, err)
+	}
+	if len(missing) > 0 {
+		return nil, missingError(missing)
+	}
+	return ids, q.cancelled(ctx, ids, counts)
+}
+
+// cancelled follows the cancel of jobs: the handlers here of the runs it ended (by their
+// processCount, see rdb.Table.Cancel) are cancelled, their events raised, and they are
+// removed when finished jobs go at once.
+func (q *Queue) cancelled(ctx context.Context, ids []string, counts map[string]int) error {
+	p := q.processor()
+	for _, id := range ids {
+		if p != nil {
+			p.Disown(id, counts[id], job.ErrCancelled)
+		}
+		q.emit(Event{Type: EventCancelled, JobID: id})
+	}
+	if q.cfg.RemovesImmediately() {
+		return q.delete(ctx, ids)
+	}
+	return nil
+}
+
+// ReanimateJob is queue.Queue.ReanimateJob, whose doc says what it does.
+func (q *Queue) ReanimateJob(ctx context.Context, dateEnable time.Time, ids ...string) ([]string, error) {
+	ids, end, err := q.beginWithIDs(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	if dateEnable.IsZero() {
+		dateEnable = now
+	}
+	dateEnable = dateEnable.UTC().Truncate(time.Millisecond)
+	missing, err := q.db.Reanimate(ctx, ids, now, dateEnable)
+	if err != nil {
+		return nil, fmt.Errorf("queue %s: reanimate jobs: %w", q.cfg.Name, err)
+	}
+	if len(missing) > 0 {
+		return nil, missingError(missing)
+	}
+	for _, id := range ids {
+		q.emit(Event{Type: EventReanimated, JobID: id})
+	}
+	q.wakeProcessing()
+	return ids, nil
+}
+
+// RemoveJob is queue.Queue.RemoveJob, whose doc says what it does.
+func (q *Queue) RemoveJob(ctx context.Context, ids ...string) ([]string, error) {
+	ids, end, err := q.beginWithIDs(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	if err := q.delete(ctx, ids); err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// delete removes jobs known to be valid ids and raises their removed events.
+func (q *Queue) delete(ctx context.Context, ids []string) error {
+	q.noteRemovals(ids)
+	missing, err := q.db.Delete(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("queue %s: remove jobs: %w", q.cfg.Name, err)
+	}
+	if len(missing) > 0 {
+		return missingError(missing)
+	}
+	for _, id := range ids {
+		q.emit(Event{Type: EventRemoved, JobID: id})
+	}
+	return nil
+}

@@ -1,0 +1,93 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+	"github.com/rjqgo/rethinkdb-job-queue/master"
+)
+
+// Schedule is queue.Queue.Schedule, whose doc says what it does.
+func (q *Queue) Schedule(ctx context.Context, name, spec string, data any, opts *job.Options) error {
+	if name == "" {
+		return fmt.Errorf("%w: the name must not be empty", ErrInvalidSchedule)
+	}
+	sched, err := master.ParseSpec(spec)
+	if err != nil {
+		return fmt.Errorf("%w %q: %w", ErrInvalidSchedule, spec, err)
+	}
+	o := q.JobOptions()
+	if opts != nil {
+		o = opts.WithDefaults()
+	}
+	o.Name = name
+	if err := o.Validate(); err != nil {
+		return fmt.Errorf("%w %q: %w", ErrInvalidSchedule, name, err)
+	}
+	if !o.DateEnable.IsZero() {
+		return fmt.Errorf("%w %q: job options must not set DateEnable: the schedule sets it", ErrInvalidSchedule, name)
+	}
+	if err := job.CheckValue(data); err != nil {
+		return fmt.Errorf("%w %q: payload: %w", ErrInvalidSchedule, name, err)
+	}
+	end, err := q.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer end()
+	if err := q.assertSide(ctx, rdb.SchedulesSuffix); err != nil {
+		return err
+	}
+	stored := rdb.StoredSchedule{Name: name, Spec: spec, Data: data, Options: rdb.ScheduleOptions(o), Next: sched.Next(time.Now())}
+	if err := q.db.PutSchedule(ctx, stored); err != nil {
+		return fmt.Errorf("queue %s: schedule %q: %w", q.cfg.Name, name, err)
+	}
+	return nil
+}
+
+// Unschedule is queue.Queue.Unschedule, whose doc says what it does.
+func (q *Queue) Unschedule(ctx context.Context, name string) error {
+	end, err := q.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer end()
+	found, err := q.db.DeleteSchedule(ctx, name)
+	if err != nil {
+		return fmt.Errorf("queue %s: unschedule %q: %w", q.cfg.Name, name, err)
+	}
+	if !found {
+		return fmt.Errorf("queue %s: unschedule %q: %w", q.cfg.Name, name, job.ErrNotFound)
+	}
+	return nil
+}
+
+// Schedules is queue.Queue.Schedules, whose doc says what it does.
+func (q *Queue) Schedules(ctx context.Context) ([]rdb.StoredSchedule, error) {
+	end, err := q.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	docs, err := q.db.Schedules(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("queue %s: list schedules: %w", q.cfg.Name, err)
+	}
+	return docs, nil
+}
+
+// assertSide creates the side table of the queue with the given suffix if it is missing.
+func (q *Queue) assertSide(ctx context.Context, suffix string) error {
+	err := dbinit.Assert(ctx, dbinit.Target{
+		Session: q.session, DB: q.cfg.DB, Table: q.cfg.Name + suffix, RunOpts: q.cfg.RunOpts, NoIndexes: true,
+		Beside: q.cfg.Name,
+	})
+	if err != nil {
+		return fmt.Errorf("queue %s: create the table %s: %w", q.cfg.Name, q.cfg.Name+suffix, err)
+	}
+	return nil
+}
