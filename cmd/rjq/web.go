@@ -40,12 +40,9 @@ func cmdWeb(ctx context.Context, c config, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	mount := "/"
-	if dir := strings.TrimSuffix(*prefix, "/"); dir != "" {
-		if !strings.HasPrefix(dir, "/") || path.Clean(dir) != dir || dir == "/" {
-			return usagef("web: --prefix %q: want a clean absolute path such as /jobs/", *prefix)
-		}
-		mount = dir + "/"
+	mount, err := webMount(*prefix)
+	if err != nil {
+		return err
 	}
 	q, done, err := c.openWatching(ctx)
 	if err != nil {
@@ -81,6 +78,23 @@ func cmdWeb(ctx context.Context, c config, args []string, out io.Writer) error {
 		_ = l.Close()
 		return err
 	}
+	return serveUntil(ctx, l, h)
+}
+
+// webMount is the path --prefix serves the dashboard under: "/" or "/dir/".
+func webMount(prefix string) (string, error) {
+	dir := strings.TrimSuffix(prefix, "/")
+	if dir == "" {
+		return "/", nil
+	}
+	if !strings.HasPrefix(dir, "/") || path.Clean(dir) != dir || dir == "/" {
+		return "", usagef("web: --prefix %q: want a clean absolute path such as /jobs/", prefix)
+	}
+	return dir + "/", nil
+}
+
+// serveUntil serves h on l until ctx ends, then shuts the server down gracefully.
+func serveUntil(ctx context.Context, l net.Listener, h http.Handler) error {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()

@@ -37,28 +37,12 @@ func childMain(mode, addr, db string, concurrency int, part string, childCount b
 		floorChild(ctx, addr, db, concurrency, part)
 		return
 	}
-	// Queries are counted on the wire only when asked (-child-count): the proxy's copying
-	// takes the cores a timed run needs, and adds two hops to each of its messages.
-	var proxy *wirecount.Proxy
-	var claimReads, claimWrites, finishes *wirecount.Tally
+	var c childCounter
 	if childCount {
-		var err error
-		if proxy, err = wirecount.Start(addr); err != nil {
-			log.Fatalf("child: %v", err)
-		}
-		defer proxy.Close()
-		addr = proxy.Addr()
-		claimReads = proxy.Tally(rdb.IndexClaim)
-		claimWrites, finishes = proxy.Tally(`"always"`), proxy.Tally(`"dateFinished"`)
+		addr = c.start(addr)
+		defer c.proxy.Close()
 	}
-	out := bufio.NewWriter(os.Stdout)
-	var mu sync.Mutex
-	say := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(out, format+"\n", args...)
-		out.Flush()
-	}
+	say := sayer(os.Stdout)
 	opts := queue.Options{Concurrency: concurrency, NoChangeFeed: mode == "process"}
 	q, err := newQueue(ctx, addr, db, opts)
 	if err != nil {
@@ -91,8 +75,8 @@ func childMain(mode, addr, db string, concurrency int, part string, childCount b
 	if _, err := in.ReadString('\n'); err != nil {
 		log.Fatalf("child: %v", err)
 	}
-	if proxy != nil {
-		proxy.Reset()
+	if c.proxy != nil {
+		c.proxy.Reset()
 	}
 	if mode == "process" {
 		if err := q.Resume(ctx, false); err != nil {
@@ -102,15 +86,54 @@ func childMain(mode, addr, db string, concurrency int, part string, childCount b
 	_, _ = io.Copy(io.Discard, in) // until the parent closes stdin
 	close(stop)
 	wg.Wait()
-	var total, claimQueries uint64
-	if proxy != nil {
-		total, claimQueries = proxy.Queries(), claimReads.Count()+claimWrites.Count()
-		if kindsWanted {
-			fmt.Fprintf(os.Stderr, "child %d: %d queries, %d reads, %d claims, %d outcome writes\n", os.Getpid(), total, claimReads.Count(), claimWrites.Count(), finishes.Count())
-		}
-	}
+	total, claimQueries := c.counts()
 	_ = q.Stop(ctx)
 	say("queries %d %d", total, claimQueries)
+}
+
+// childCounter counts a child's queries on the wire, when asked (-child-count): the
+// proxy's copying takes the cores a timed run needs, and adds two hops to each of its
+// messages.
+type childCounter struct {
+	proxy                           *wirecount.Proxy
+	claimReads, claimWrites, finish *wirecount.Tally
+}
+
+// start puts the proxy in front of addr and returns the address to dial instead.
+func (c *childCounter) start(addr string) string {
+	var err error
+	if c.proxy, err = wirecount.Start(addr); err != nil {
+		log.Fatalf("child: %v", err)
+	}
+	c.claimReads = c.proxy.Tally(rdb.IndexClaim)
+	c.claimWrites, c.finish = c.proxy.Tally(`"always"`), c.proxy.Tally(`"dateFinished"`)
+	return c.proxy.Addr()
+}
+
+// counts returns all queries and the claim queries since the proxy's reset (zero when
+// not counting), and prints them by kind with -kinds.
+func (c *childCounter) counts() (total, claims uint64) {
+	if c.proxy == nil {
+		return 0, 0
+	}
+	total, claims = c.proxy.Queries(), c.claimReads.Count()+c.claimWrites.Count()
+	if kindsWanted {
+		fmt.Fprintf(os.Stderr, "child %d: %d queries, %d reads, %d claims, %d outcome writes\n",
+			os.Getpid(), total, c.claimReads.Count(), c.claimWrites.Count(), c.finish.Count())
+	}
+	return total, claims
+}
+
+// sayer returns a function that writes one line to w at a time, flushed, from any goroutine.
+func sayer(w io.Writer) func(format string, args ...any) {
+	out := bufio.NewWriter(w)
+	var mu sync.Mutex
+	return func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(out, format+"\n", args...)
+		out.Flush()
+	}
 }
 
 // floorChild runs the floor loop with batch k over the part ("index/of") of the jobs

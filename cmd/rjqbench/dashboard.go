@@ -86,14 +86,8 @@ func dashboardTimes(ctx context.Context, addr, db string) ([]dashboardCall, erro
 		}
 		return body, time.Since(start), err
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, _, err := get("/api/summary"); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			return nil, fmt.Errorf("rjq web did not answer: %w", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := awaitAnswer(get); err != nil {
+		return nil, err
 	}
 	body, _, err := get("/api/jobs?status=completed")
 	if err != nil {
@@ -103,7 +97,22 @@ func dashboardTimes(ctx context.Context, addr, db string) ([]dashboardCall, erro
 	if err := json.Unmarshal(body, &finished); err != nil {
 		return nil, fmt.Errorf("/api/jobs: %w", err)
 	}
-	// Every call the overview, the queue page and the job page make, and the searches.
+	calls := dashboardCalls(older, finished)
+	for i, c := range calls {
+		if calls[i].took, err = medianOf(5, func() (time.Duration, error) {
+			_, took, err := get(cmp.Or(c.url, c.path))
+			return took, err
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return calls, nil
+}
+
+// dashboardCalls are the calls the overview, the queue page and the job page make, and
+// the searches; older is the cursor of the completed list's second page, finished that
+// list's first page.
+func dashboardCalls(older string, finished []struct{ ID string }) []dashboardCall {
 	calls := []dashboardCall{{path: "/"}, {path: "/api/queues"}, {path: "/api/summary"}, {path: "/api/side"},
 		{path: "/api/jobs"}, {path: "/api/jobs?status=waiting"}, {path: "/api/jobs?status=completed"},
 		{path: "/api/jobs?status=cancelled"}, {path: "/api/jobs?status=terminated"}, {path: "/api/jobs?status=failed"},
@@ -115,19 +124,39 @@ func dashboardTimes(ctx context.Context, addr, db string) ([]dashboardCall, erro
 	if len(finished) > 0 {
 		calls = append(calls, dashboardCall{path: "/api/jobs/{id}", url: "/api/jobs/" + finished[0].ID})
 	}
-	for i, c := range calls {
-		var times []time.Duration
-		for range 5 {
-			_, took, err := get(cmp.Or(c.url, c.path))
-			if err != nil {
-				return nil, err
-			}
-			times = append(times, took)
+	return calls
+}
+
+// getter GETs a path of the dashboard and times it.
+type getter func(path string) ([]byte, time.Duration, error)
+
+// awaitAnswer waits up to 30 s for the dashboard to answer.
+func awaitAnswer(get getter) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, _, err := get("/api/summary")
+		if err == nil {
+			return nil
 		}
-		slices.Sort(times)
-		calls[i].took = times[len(times)/2]
+		if time.Now().After(deadline) {
+			return fmt.Errorf("rjq web did not answer: %w", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	return calls, nil
+}
+
+// medianOf runs timed n times and returns the median of what it took.
+func medianOf(n int, timed func() (time.Duration, error)) (time.Duration, error) {
+	times := make([]time.Duration, 0, n)
+	for range n {
+		took, err := timed()
+		if err != nil {
+			return 0, err
+		}
+		times = append(times, took)
+	}
+	slices.Sort(times)
+	return times[len(times)/2], nil
 }
 
 // slowest formats the slowest call of calls and every call's time.
