@@ -48,7 +48,7 @@ func (c *runCounter) handler(ctx context.Context, j *job.Job) (any, error) {
 // second try meets the first one's effects.)
 func TestLostAnswersNeitherLoseNorRepeatWork(t *testing.T) {
 	for name, marker := range map[string]string{
-		"outcome write": `"pc"`,
+		"outcome write": `"dateFinished"`,
 		"claim":         job.MessageActive,
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -64,6 +64,7 @@ func TestLostAnswersNeitherLoseNorRepeatWork(t *testing.T) {
 			require.NoError(t, err)
 			events := q.Events(testContext(t), queue.EventCompleted)
 			proxy.LoseAnswers(1, marker)
+			sent := proxy.Tally(marker)
 			c := &runCounter{runs: map[string]int{}}
 			require.NoError(t, q.Process(c.handler))
 			waitForAll(t, events, queue.EventCompleted, jobs...)
@@ -81,6 +82,7 @@ func TestLostAnswersNeitherLoseNorRepeatWork(t *testing.T) {
 				assert.Equal(t, 1, c.runs[j.ID], "job %s: ran once", j.ID)
 				c.mu.Unlock()
 			}
+			assert.GreaterOrEqual(t, sent.Count(), uint64(2), "the write whose answer was lost was looked into or sent again")
 			require.NoError(t, q.Stop(testContext(t)))
 			close := 0
 			for e := range events {
@@ -104,4 +106,35 @@ func TestAddJobWithALostAnswerSucceeds(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, added, 2)
 	assert.Equal(t, 2, f.count(t))
+}
+
+// Writes are sent without the queries' read mode (majority by default), which a write on
+// the primary does not need and which makes the server consult every replica first;
+// reads keep it.
+func TestWritesGoWithoutTheReadModeAndReadsWithIt(t *testing.T) {
+	f := newFixture(t, &queue.Options{MasterInterval: -1, NoChangeFeed: true})
+	q, proxy := faultyQueue(t, f, queuetest.Options(queue.Options{MasterInterval: -1, NoChangeFeed: true}))
+	majority := `"read_mode":"majority"`
+	claims, claimsWithMode := proxy.Tally(job.MessageActive), proxy.Tally(job.MessageActive, majority)
+	outcomes, outcomesWithMode := proxy.Tally(`"dateFinished"`), proxy.Tally(`"dateFinished"`, majority)
+	reads := proxy.Tally(majority)
+	jobs := make([]*job.Job, 3)
+	for i := range jobs {
+		jobs[i] = q.CreateJob(i)
+	}
+	ctx := testContext(t)
+	events := q.Events(ctx, queue.EventCompleted)
+	_, err := q.AddJob(ctx, jobs...)
+	require.NoError(t, err)
+	require.NoError(t, q.Process(func(context.Context, *job.Job) (any, error) { return nil, nil }))
+	waitForAll(t, events, queue.EventCompleted, jobs...)
+	got, err := q.GetJob(ctx, jobs[0].ID)
+	require.NoError(t, err)
+	assert.Equal(t, job.Completed, got[0].Status)
+
+	assert.NotZero(t, claims.Count(), "claims were sent")
+	assert.Zero(t, claimsWithMode.Count(), "claims carry no read mode")
+	assert.NotZero(t, outcomes.Count(), "outcomes were written")
+	assert.Zero(t, outcomesWithMode.Count(), "outcome writes carry no read mode")
+	assert.NotZero(t, reads.Count(), "reads (GetJob) keep the read mode")
 }

@@ -51,7 +51,10 @@ type Options struct {
 	// fixed part.
 	DatabaseInitDelay time.Duration
 	// QueryRunOptions are the run options of every query (default ReadMode "majority").
-	// Its Context field is ignored: each call's context is used.
+	// Its Context field is ignored: each call's context is used. Writes are sent without
+	// its ReadMode: a write runs on the primary, which applies each change (and its guard)
+	// to the document's latest version whatever the read mode, and "majority" would make
+	// the server consult every replica first (see docs/performance.md).
 	QueryRunOptions *r.RunOpts
 	// NoChangeFeed turns off the table changefeed that raises other queues' events here.
 	NoChangeFeed bool

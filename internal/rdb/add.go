@@ -45,7 +45,7 @@ func (t *Table) putUnique(ctx context.Context, s Store, ids []string, docs []any
 	for pass := 0; pass < 3 && len(ids) > 0; pass++ {
 		// Duplicates are expected: the replace below deals with them.
 		var res WriteResult
-		if err := t.ReadOne(ctx, t.Term().Insert(docs), &res); err != nil {
+		if err := t.WriteOne(ctx, t.Term().Insert(docs), &res); err != nil {
 			return err
 		}
 		if res.Errors > 0 && !strings.Contains(res.FirstError, "Duplicate primary key") {
@@ -180,7 +180,7 @@ func (t *Table) insertChunk(ctx context.Context, ids []string, docs []any) (exis
 		t.Term().Insert(docs),
 		map[string]any{"exists": t.Term().GetAll(keys...).Field(docfmt.ID).CoerceTo("array")})
 	var res WriteResult
-	if err := t.ReadOne(ctx, term, &res); err != nil {
+	if err := t.WriteOne(ctx, term, &res); err != nil {
 		return nil, err
 	}
 	if len(res.Exists) > 0 {
@@ -268,7 +268,7 @@ func (t *Table) Unadd(ctx context.Context, ids []string, docs []any) (kept int, 
 				return t.addedHere(row, mine).And(unclaimed(row))
 			}).Delete().Pluck("deleted"))
 		})
-		if err := t.ReadOne(ctx, term, &res); err != nil {
+		if err := t.WriteOne(ctx, term, &res); err != nil {
 			return kept, err
 		}
 		kept += res.Changed

@@ -151,7 +151,7 @@ func (t *Table) claimTerm(g *claimGroup) r.Term {
 func (t *Table) writeGroups(ctx context.Context, terms []r.Term) (WriteResult, error) {
 	if len(terms) == 1 {
 		var res WriteResult
-		err := t.ReadOne(ctx, terms[0], &res)
+		err := t.WriteOne(ctx, terms[0], &res)
 		return res, err
 	}
 	all := make([]any, len(terms))
@@ -159,7 +159,7 @@ func (t *Table) writeGroups(ctx context.Context, terms []r.Term) (WriteResult, e
 		all[i] = term
 	}
 	var results []WriteResult
-	if err := t.ReadAll(ctx, r.Expr(all), &results); err != nil {
+	if err := t.writeAll(ctx, r.Expr(all), &results); err != nil {
 		return WriteResult{}, err
 	}
 	var sum WriteResult

@@ -70,7 +70,7 @@ func (t *Table) StartTally(ctx context.Context, asOf time.Time) error {
 	doc := map[string]any{"id": tallyID, "asOf": docfmt.Millis(asOf), "queueId": t.QueueID,
 		string(job.Completed): 0, string(job.Cancelled): 0, string(job.Terminated): 0}
 	var res WriteResult
-	err := t.ReadOne(ctx, t.Side(StatsSuffix).Insert(doc), &res)
+	err := t.WriteOne(ctx, t.Side(StatsSuffix).Insert(doc), &res)
 	if err == nil && res.Errors > 0 && !isDuplicate(res.FirstError) {
 		err = fmt.Errorf("rethinkdb: %s", res.FirstError)
 	}
@@ -311,7 +311,7 @@ func (t *Table) subtractTally(ctx context.Context, counts map[job.Status]int) er
 func (t *Table) TakeRetention(ctx context.Context, d time.Duration) (bool, error) {
 	until := r.Now().Add(d.Seconds())
 	var res WriteResult
-	err := t.ReadOne(ctx, t.Side(StatsSuffix).Insert(map[string]any{"id": retentionID, "holder": t.QueueID, "until": until}), &res)
+	err := t.WriteOne(ctx, t.Side(StatsSuffix).Insert(map[string]any{"id": retentionID, "holder": t.QueueID, "until": until}), &res)
 	switch {
 	case err != nil:
 		return false, err

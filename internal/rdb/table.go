@@ -46,26 +46,58 @@ func (t *Table) opts(ctx context.Context) r.RunOpts {
 	return o
 }
 
+// writeOpts are the run options of a write: the queue's, without their read mode. A
+// write runs on the shard's primary, which applies each document's change, guard
+// included, to its latest version whatever the read mode says; "majority" (the default
+// of Options.QueryRunOptions, as in the original) makes the server consult every replica
+// before the write as well. Measured on RethinkDB 2.4.4, one node: a quarter of the server
+// CPU of a claim or an outcome write of one job, and of throughput at concurrency 1.
+func (t *Table) writeOpts(ctx context.Context) r.RunOpts {
+	o := t.opts(ctx)
+	o.ReadMode = ""
+	return o
+}
+
 // ReadAll runs term and decodes every result into dst, a pointer to a slice. A context
 // that has ended already sends nothing.
 func (t *Table) ReadAll(ctx context.Context, term r.Term, dst any) error {
+	return t.runAll(ctx, term, t.opts, dst)
+}
+
+// ReadOne runs term and decodes its single result into dst. A context that has ended
+// already sends nothing.
+func (t *Table) ReadOne(ctx context.Context, term r.Term, dst any) error {
+	return t.runOne(ctx, term, t.opts, dst)
+}
+
+// WriteOne runs the write term, with the run options of a write (see writeOpts), and
+// decodes its single result into dst.
+func (t *Table) WriteOne(ctx context.Context, term r.Term, dst any) error {
+	return t.runOne(ctx, term, t.writeOpts, dst)
+}
+
+// writeAll runs the write term, with the run options of a write, and decodes every
+// result into dst.
+func (t *Table) writeAll(ctx context.Context, term r.Term, dst any) error {
+	return t.runAll(ctx, term, t.writeOpts, dst)
+}
+
+func (t *Table) runAll(ctx context.Context, term r.Term, opts func(context.Context) r.RunOpts, dst any) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	cur, err := term.Run(t.Session, t.opts(ctx))
+	cur, err := term.Run(t.Session, opts(ctx))
 	if err != nil {
 		return dberr.From(ctx, err)
 	}
 	return dberr.From(ctx, cur.All(dst))
 }
 
-// ReadOne runs term and decodes its single result into dst. A context that has ended
-// already sends nothing.
-func (t *Table) ReadOne(ctx context.Context, term r.Term, dst any) error {
+func (t *Table) runOne(ctx context.Context, term r.Term, opts func(context.Context) r.RunOpts, dst any) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	cur, err := term.Run(t.Session, t.opts(ctx))
+	cur, err := term.Run(t.Session, opts(ctx))
 	if err != nil {
 		return dberr.From(ctx, err)
 	}
@@ -101,7 +133,7 @@ type WriteResult struct {
 // Write runs a write query and turns a reported write error into an error.
 func (t *Table) Write(ctx context.Context, term r.Term) (WriteResult, error) {
 	var res WriteResult
-	if err := t.ReadOne(ctx, term, &res); err != nil {
+	if err := t.WriteOne(ctx, term, &res); err != nil {
 		return res, err
 	}
 	if res.Errors > 0 {
