@@ -114,10 +114,10 @@ func TestAddJobWithALostAnswerSucceeds(t *testing.T) {
 func TestWritesGoWithoutTheReadModeAndReadsWithIt(t *testing.T) {
 	f := newFixture(t, &queue.Options{MasterInterval: -1, NoChangeFeed: true})
 	q, proxy := faultyQueue(t, f, queuetest.Options(queue.Options{MasterInterval: -1, NoChangeFeed: true}))
-	majority := `"read_mode":"majority"`
-	claims, claimsWithMode := proxy.Tally(job.MessageActive), proxy.Tally(job.MessageActive, majority)
-	outcomes, outcomesWithMode := proxy.Tally(`"dateFinished"`), proxy.Tally(`"dateFinished"`, majority)
-	reads := proxy.Tally(majority)
+	mode := `"read_mode"`
+	claims, claimsWithMode := proxy.Tally(job.MessageActive), proxy.Tally(job.MessageActive, mode)
+	outcomes, outcomesWithMode := proxy.Tally(`"dateFinished"`), proxy.Tally(`"dateFinished"`, mode)
+	reads := proxy.Tally(`"read_mode":"majority"`)
 	jobs := make([]*job.Job, 3)
 	for i := range jobs {
 		jobs[i] = q.CreateJob(i)

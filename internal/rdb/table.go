@@ -54,7 +54,7 @@ func (t *Table) opts(ctx context.Context) r.RunOpts {
 // CPU of a claim or an outcome write of one job, and of throughput at concurrency 1.
 func (t *Table) writeOpts(ctx context.Context) r.RunOpts {
 	o := t.opts(ctx)
-	o.ReadMode = ""
+	o.ReadMode = nil // an empty string would be sent, and refused
 	return o
 }
 
