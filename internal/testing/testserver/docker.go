@@ -3,6 +3,7 @@ package testserver
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -10,21 +11,24 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 )
 
+// dockerHost is the Docker engine's address: DOCKER_HOST, else the usual socket.
+func dockerHost() string {
+	if host := os.Getenv("DOCKER_HOST"); host != "" {
+		return host
+	}
+	return "unix:///var/run/docker.sock"
+}
+
 // dockerUp reports whether a Docker engine answers. It decides within a second because most
 // machines without Docker go on to reqlite, and testcontainers' own probing retries for much
 // longer and logs every attempt.
 func dockerUp() bool {
-	host := os.Getenv("DOCKER_HOST")
-	if host == "" {
-		host = "unix:///var/run/docker.sock"
-	}
-	u, err := url.Parse(host)
+	u, err := url.Parse(dockerHost())
 	if err != nil {
 		return false
 	}
@@ -58,37 +62,66 @@ func dockerUp() bool {
 	return err == nil && resp.StatusCode == http.StatusOK && string(body) == "OK"
 }
 
-// runnerDir is the module that starts the container, relative to this module's root. It
-// is a module of its own so that testcontainers, and the Docker client, moby and
-// OpenTelemetry modules it brings, stay out of this module's go.mod and so out of the
-// go.sum of every program that uses the library.
-var runnerDir = filepath.Join("internal", "testserver", "dockerrun")
+// The runner is a module of its own (dockerrun, beside this file; see runnerDir) so that
+// testcontainers, and the Docker client, moby and OpenTelemetry modules it brings, stay out
+// of this module's go.mod and so out of the go.sum of every program that uses the library.
 
 // addrPrefix starts the line on which the runner gives the server's address (see
 // dockerrun/main.go).
 const addrPrefix = "rethinkdb "
 
-// startContainer starts rethinkdb:2.4 by running the runner with go run, which prints the
+// defaultImage is the image the runner starts without RJQ_TEST_IMAGE.
+const defaultImage = "rethinkdb:2.4"
+
+// image is the image the runner starts: RJQ_TEST_IMAGE, else rethinkdb:2.4.
+func image() string {
+	if s := os.Getenv("RJQ_TEST_IMAGE"); s != "" {
+		return s
+	}
+	return defaultImage
+}
+
+// noReaper is testcontainers' variable that runs it without its reaper container.
+const noReaper = "TESTCONTAINERS_RYUK_DISABLED"
+
+// startContainer starts the image by running the runner with go run, which prints the
 // address once the server accepts connections. The runner removes the container when its
 // standard input closes: at stop, or when this binary dies however it dies; testcontainers'
-// reaper removes it too if the runner dies first.
+// reaper removes it too if the runner dies first. When the reaper itself cannot start (its
+// image cannot be pulled: offline, a registry outage), it runs once more without it, and
+// says so.
 func startContainer() (Server, func(), error) {
-	dir, err := findUp(runnerDir, "go.mod")
+	dir, err := runnerDir()
 	if err != nil {
 		return Server{}, nil, err
 	}
-	return runContainer(dir)
+	s, stop, err := runContainer(dir)
+	if err != nil && os.Getenv(noReaper) == "" && strings.Contains(err.Error(), "reaper") {
+		note("testcontainers' reaper did not start (%s); starting the container without it, the runner removes it itself", reason(err))
+		s, stop, err = runContainer(dir, noReaper+"=true")
+	}
+	if err != nil {
+		return Server{}, nil, err
+	}
+	s.reqlite, err = probeReqlite(s.Addr)
+	if err != nil {
+		stop()
+		return Server{}, nil, fmt.Errorf("%s container at %s: %w", image(), s.Addr, err)
+	}
+	return s, stop, nil
 }
 
-// runContainer runs the runner module in dir; see startContainer.
-func runContainer(dir string) (Server, func(), error) {
+// runContainer runs the runner module in dir, with env added to this process's
+// environment; see startContainer.
+func runContainer(dir string, env ...string) (Server, func(), error) {
 	// go test puts its own go first on PATH for the test binary.
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		return Server{}, nil, fmt.Errorf("start rethinkdb:2.4 container: %w", err)
+		return Server{}, nil, fmt.Errorf("start %s container: %w", image(), err)
 	}
 	cmd := exec.Command(goTool, "run", ".")
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return Server{}, nil, err
@@ -96,7 +129,7 @@ func runContainer(dir string) (Server, func(), error) {
 	out, errOut := &logBuf{}, &logBuf{}
 	cmd.Stdout, cmd.Stderr = out, errOut
 	if err := cmd.Start(); err != nil {
-		return Server{}, nil, fmt.Errorf("start rethinkdb:2.4 container: %w", err)
+		return Server{}, nil, fmt.Errorf("start %s container: %w", image(), err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -117,10 +150,10 @@ func runContainer(dir string) (Server, func(), error) {
 	for {
 		select {
 		case err := <-exited:
-			return Server{}, nil, fmt.Errorf("rethinkdb container runner exited (%v):\n%s", err, tail(errOut.bytes()))
+			return Server{}, nil, &runnerError{exit: err, out: errOut.bytes()}
 		case <-deadline:
 			stop()
-			return Server{}, nil, fmt.Errorf("rethinkdb container not started after 10m:\n%s", tail(errOut.bytes()))
+			return Server{}, nil, &runnerError{exit: errors.New("no server after 10m"), out: errOut.bytes()}
 		case <-tick.C:
 			s, ok, err := parseAddr(out.bytes())
 			if err != nil {
@@ -157,4 +190,33 @@ func parseAddr(out []byte) (Server, bool, error) {
 		}
 		return Server{Addr: addr, Host: host, Port: port, Kind: Container}, true, nil
 	}
+}
+
+// runnerError is a runner that exited, or took too long, before giving an address.
+type runnerError struct {
+	exit error  // how it ended
+	out  []byte // its standard error
+}
+
+func (e *runnerError) Error() string {
+	return fmt.Sprintf("%s container runner: %v:\n%s", image(), e.exit, tail(e.out))
+}
+
+// reason is err in one line, for a note: a runner's own last error line (it prints
+// "dockerrun: ..." last), else err's first line; at most 300 bytes either way.
+func reason(err error) string {
+	msg := err.Error()
+	if re, ok := err.(*runnerError); ok {
+		msg = re.exit.Error()
+		for line := range strings.Lines(string(re.out)) {
+			if rest, ok := strings.CutPrefix(line, "dockerrun: "); ok {
+				msg = rest
+			}
+		}
+	}
+	msg, _, _ = strings.Cut(strings.TrimSpace(msg), "\n")
+	if len(msg) > 300 {
+		msg = msg[:297] + "..."
+	}
+	return msg
 }

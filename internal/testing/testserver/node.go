@@ -31,7 +31,7 @@ func Node(tb testing.TB, srv Server, db, queue string) *NodeQueue {
 			tb.Skipf("this test runs the Node.js library and needs %s on PATH", tool)
 		}
 	}
-	src, err := findUp(filepath.Join("testdata", "node-interop"), "interop.js")
+	src, err := repoDir("testdata/node-interop", "interop.js")
 	if err != nil {
 		tb.Fatal(err)
 	}

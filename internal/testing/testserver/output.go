@@ -2,31 +2,8 @@ package testserver
 
 import (
 	"bytes"
-	"errors"
-	"os"
-	"path/filepath"
 	"sync"
 )
-
-// findUp finds rel, a directory of the module that holds marker, above the working
-// directory, which go test sets to the package's directory inside the module.
-func findUp(rel, marker string) (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		found := filepath.Join(dir, rel)
-		if _, err := os.Stat(filepath.Join(found, marker)); err == nil {
-			return found, nil
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			return "", errors.New(filepath.ToSlash(rel) + " not found above the working directory")
-		}
-		dir = up
-	}
-}
 
 // logBuf keeps the last part of a server process's output for error messages and notes
 // when the wanted line has appeared.

@@ -27,7 +27,7 @@ import (
 const basePort = 28015
 
 // kitDir holds the files that install reqlite, relative to the module root.
-var kitDir = filepath.Join("testdata", "reqlite")
+const kitDir = "testdata/reqlite"
 
 // kitFiles decide what gets installed, so the install directory is named by their hash.
 var kitFiles = []string{"package.json", "package-lock.json", "reqlite-2.3.0-rethinkdb-go.patch"}
@@ -112,7 +112,7 @@ func prepare() (string, error) {
 	if len(missing) > 0 {
 		return "", skipError("reqlite needs " + strings.Join(missing, ", ") + " on PATH")
 	}
-	kit, err := findUp(kitDir, "package-lock.json")
+	kit, err := repoDir(kitDir, "package-lock.json")
 	if err != nil {
 		return "", err
 	}
@@ -399,3 +399,7 @@ func (s *Restartable) Start(tb testing.TB) {
 		tb.Fatalf("restart reqlite on %s: %v", s.Addr, err)
 	}
 }
+
+// ReqliteKit installs reqlite if needed, as the tests do, and returns the directory that
+// holds it (node_modules/reqlite/bin/reqlite runs it), for packing it into an image.
+func ReqliteKit() (string, error) { return prepare() }

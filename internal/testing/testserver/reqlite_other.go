@@ -31,3 +31,8 @@ func (s *Restartable) Stop() {}
 
 // Start does nothing here.
 func (s *Restartable) Start(testing.TB) {}
+
+// ReqliteKit fails: reqlite is installed on unix systems only.
+func ReqliteKit() (string, error) {
+	return "", errors.New("reqlite is installed on unix systems only")
+}

@@ -3,13 +3,18 @@
 // Get looks for a server in this order and uses the first that works:
 //
 //  1. RJQ_TEST_ADDR=host:port: a server started by CI or by the user, used as is.
-//  2. A rethinkdb:2.4 container started with testcontainers, when a Docker engine answers
-//     on DOCKER_HOST (default unix:///var/run/docker.sock). The module in dockerrun/ starts
-//     it, run with go run, so that testcontainers stays out of this module's go.mod.
+//  2. A container started with testcontainers, when a Docker engine answers on DOCKER_HOST
+//     (default unix:///var/run/docker.sock): rethinkdb:2.4, or the image RJQ_TEST_IMAGE
+//     names. The module in dockerrun/ (found beside this package's source) starts it, run
+//     with go run, so that testcontainers stays out of this module's go.mod. When the
+//     container does not start (no image to be had, say), one line says why and the next
+//     server is used.
 //  3. reqlite, a RethinkDB-compatible server in JavaScript, installed with npm from the kit
 //     in testdata/reqlite when node and npm are on PATH.
 //
-// With none of them the tests skip. A server started here belongs to one test binary and
+// RJQ_TEST_SERVER=docker makes a container the only choice (a failure to start it fails
+// the tests); RJQ_TEST_SERVER=reqlite skips the container. With no server the tests skip.
+// The line naming the server used goes to standard error (go test -v shows it). A server started here belongs to one test binary and
 // is stopped by Main when the binary's tests end.
 //
 // reqlite lacks some RethinkDB features (see testdata/reqlite/README.md), so tests that need
@@ -157,25 +162,72 @@ func connect(addr string) (*r.Session, error) {
 
 const howTo = "no RethinkDB server for integration tests: set RJQ_TEST_ADDR=host:port " +
 	"(for example `docker compose up -d rethinkdb` and RJQ_TEST_ADDR=127.0.0.1:28015), " +
-	"or run a Docker engine (a rethinkdb:2.4 container is then started), " +
+	"or run a Docker engine (a rethinkdb:2.4 container is then started; RJQ_TEST_IMAGE names another image), " +
 	"or install Node.js with npm so the reqlite kit in testdata/reqlite can start"
 
+// The values of RJQ_TEST_SERVER, which chooses where the server comes from when
+// RJQ_TEST_ADDR is not set.
+const (
+	chooseAny     = ""        // a container when Docker answers and it starts, else reqlite
+	chooseDocker  = "docker"  // a container, or fail
+	chooseReqlite = "reqlite" // reqlite, even when Docker answers
+)
+
+// find finds or starts the server: RJQ_TEST_ADDR's, else a container when a Docker engine
+// answers, else reqlite. A container that does not start is noted on standard error and
+// reqlite is used instead, unless RJQ_TEST_SERVER=docker asks for the container only.
 func find() (Server, error) {
 	if addr := os.Getenv("RJQ_TEST_ADDR"); addr != "" {
 		return fromEnv(addr)
 	}
-	start := startReqlite
-	if dockerUp() {
+	choice := os.Getenv("RJQ_TEST_SERVER")
+	var start func() (Server, func(), error)
+	switch choice {
+	case chooseAny, chooseReqlite:
+		start = startReqlite
+		if choice == chooseAny && dockerUp() {
+			start = func() (Server, func(), error) {
+				s, halt, err := startContainer()
+				if err != nil {
+					note("Docker answers but the %s container did not start (%s); using reqlite instead (RJQ_TEST_SERVER=docker makes this an error)", image(), reason(err))
+					return startReqlite()
+				}
+				return s, halt, nil
+			}
+		}
+	case chooseDocker:
+		if !dockerUp() {
+			return Server{}, errors.New("RJQ_TEST_SERVER=docker but no Docker engine answers on " + dockerHost())
+		}
 		start = startContainer
+	default:
+		return Server{}, fmt.Errorf("RJQ_TEST_SERVER=%q: want docker, reqlite, or nothing (a container when Docker answers, else reqlite)", choice)
 	}
 	s, halt, err := start()
 	if err != nil {
 		return Server{}, err
 	}
+	note("%s", s.describe())
 	mu.Lock()
 	stop = halt
 	mu.Unlock()
 	return s, nil
+}
+
+// describe says which server the tests use, for the line find prints.
+func (s Server) describe() string {
+	switch {
+	case s.Kind == Container && s.reqlite:
+		return fmt.Sprintf("integration tests use a %s container at %s (reqlite inside)", image(), s.Addr)
+	case s.Kind == Container:
+		return fmt.Sprintf("integration tests use a %s container at %s", image(), s.Addr)
+	}
+	return fmt.Sprintf("integration tests use %s at %s", s.Kind, s.Addr)
+}
+
+// note prints one line to standard error, which go test shows with -v or on a failure.
+func note(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "testserver: "+format+"\n", args...)
 }
 
 func fromEnv(addr string) (Server, error) {
@@ -188,25 +240,37 @@ func fromEnv(addr string) (Server, error) {
 		return Server{}, fmt.Errorf("RJQ_TEST_ADDR=%q: bad port: %w", addr, err)
 	}
 	s := Server{Addr: addr, Host: host, Port: port, Kind: Env}
-	// Connecting now turns a wrong address into one clear failure instead of one per test.
-	sess, err := connect(addr)
-	if err != nil {
-		return Server{}, fmt.Errorf("RJQ_TEST_ADDR: %w", err)
-	}
-	defer sess.Close()
 	if v := os.Getenv("RJQ_TEST_REQLITE"); v != "" {
 		s.reqlite, err = strconv.ParseBool(v)
 		if err != nil {
 			return Server{}, fmt.Errorf("RJQ_TEST_REQLITE=%q: %w", v, err)
 		}
+		// Connecting now turns a wrong address into one clear failure instead of one per test.
+		sess, err := connect(addr)
+		if err != nil {
+			return Server{}, fmt.Errorf("RJQ_TEST_ADDR: %w", err)
+		}
+		sess.Close()
 		return s, nil
 	}
-	// reqlite has a rethinkdb database whose system tables are empty; a real server
-	// always lists itself in server_status.
+	s.reqlite, err = probeReqlite(addr)
+	if err != nil {
+		return Server{}, fmt.Errorf("RJQ_TEST_ADDR: %w (set RJQ_TEST_REQLITE to skip the probe)", err)
+	}
+	return s, nil
+}
+
+// probeReqlite reports whether the server at addr is reqlite: it has a rethinkdb database
+// whose system tables are empty, while a real server always lists itself in server_status.
+func probeReqlite(addr string) (bool, error) {
+	sess, err := connect(addr)
+	if err != nil {
+		return false, err
+	}
+	defer sess.Close()
 	var n int
 	if err := r.DB("rethinkdb").Table("server_status").Count().ReadOne(&n, sess); err != nil {
-		return Server{}, fmt.Errorf("RJQ_TEST_ADDR: probe for reqlite (set RJQ_TEST_REQLITE to skip it): %w", err)
+		return false, fmt.Errorf("probe for reqlite: %w", err)
 	}
-	s.reqlite = n == 0
-	return s, nil
+	return n == 0, nil
 }

@@ -1,5 +1,13 @@
-// Command dockerrun starts a rethinkdb:2.4 container for the integration tests and keeps it
+// Command dockerrun starts a RethinkDB container for the integration tests and keeps it
 // until its standard input closes or it gets SIGINT or SIGTERM, then removes it.
+//
+// The image is rethinkdb:2.4, or the one RJQ_TEST_IMAGE names (a mirror, a pinned digest, a
+// local build). An image already on the engine is used as it is; another is pulled. The
+// server must print RethinkDB's "Listening for client driver connections" line and serve
+// the driver port 28015 (reqlite, packed by ../mkimage, does both). testcontainers reads its
+// own variables too: TESTCONTAINERS_RYUK_DISABLED=true runs without the reaper (this
+// runner removes the container itself), TESTCONTAINERS_HOST_OVERRIDE names the host the
+// tests dial.
 //
 // It is a module of its own so that testcontainers and the Docker client it brings (moby,
 // OpenTelemetry and more) stay out of the library's go.mod and out of its users' go.sum.
@@ -18,6 +26,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -27,6 +36,14 @@ import (
 
 // addrPrefix starts the address line; internal/testing/testserver parses it (docker.go there).
 const addrPrefix = "rethinkdb "
+
+// defaultImage is the image without RJQ_TEST_IMAGE.
+const defaultImage = "rethinkdb:2.4"
+
+// readyLine is what RethinkDB (and reqlite) print once the driver port listens. Waiting for
+// it, and not only for the mapped port, matters: Docker's proxy accepts connections on the
+// mapped port before the server inside listens.
+const readyLine = "Listening for client driver connections"
 
 func main() {
 	if err := run(); err != nil {
@@ -44,14 +61,24 @@ func run() error {
 		cancel()
 	}()
 
+	if os.Getenv(hostOverride) == "" && engineHere() {
+		os.Setenv(hostOverride, "127.0.0.1")
+	}
+	image := os.Getenv("RJQ_TEST_IMAGE")
+	if image == "" {
+		image = defaultImage
+	}
 	// Long enough for pulling the image the first time.
 	startCtx, cancelStart := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancelStart()
 	c, err := testcontainers.GenericContainer(startCtx, testcontainers.GenericContainerRequest{
 		ContainerRequest: testcontainers.ContainerRequest{
-			Image:        "rethinkdb:2.4",
+			Image:        image,
 			ExposedPorts: []string{"28015/tcp"},
-			WaitingFor:   wait.ForListeningPort("28015/tcp"),
+			WaitingFor: wait.ForAll(
+				wait.ForLog(readyLine).WithStartupTimeout(time.Minute),
+				wait.ForListeningPort("28015/tcp"),
+			),
 		},
 		Started: true,
 	})
@@ -62,7 +89,7 @@ func run() error {
 		}
 	}()
 	if err != nil {
-		return fmt.Errorf("start rethinkdb:2.4 container: %w", err)
+		return fmt.Errorf("start %s container: %w", image, err)
 	}
 	host, err := c.Host(startCtx)
 	if err != nil {
@@ -78,4 +105,20 @@ func run() error {
 	}
 	<-ctx.Done()
 	return nil
+}
+
+// hostOverride is testcontainers' variable for the host that reaches mapped ports.
+const hostOverride = "TESTCONTAINERS_HOST_OVERRIDE"
+
+// engineHere reports whether the Docker engine runs in this network namespace: it is
+// reached through a local socket and its default bridge, docker0, is one of our interfaces.
+// Then its mapped ports answer on loopback. Without this, testcontainers, when it finds
+// itself inside a container (a CI sandbox, say), dials the bridge's gateway, which may not
+// route here at all.
+func engineHere() bool {
+	if h := os.Getenv("DOCKER_HOST"); h != "" && !strings.HasPrefix(h, "unix://") {
+		return false
+	}
+	_, err := net.InterfaceByName("docker0")
+	return err == nil
 }
