@@ -3,7 +3,7 @@ module github.com/rjqgo/rethinkdb-job-queue/rjqotel
 go 1.26.0
 
 require (
-	github.com/rjqgo/rethinkdb-job-queue v0.0.0
+	github.com/rjqgo/rethinkdb-job-queue v0.0.0-20261125123827-46c0018554fb
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
@@ -30,5 +30,3 @@ require (
 	gopkg.in/cenkalti/backoff.v2 v2.2.1 // indirect
 	gopkg.in/rethinkdb/rethinkdb-go.v6 v6.2.1 // indirect
 )
-
-replace github.com/rjqgo/rethinkdb-job-queue => ../

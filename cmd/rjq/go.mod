@@ -5,8 +5,8 @@ go 1.26.0
 require (
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
-	github.com/rjqgo/rethinkdb-job-queue v0.0.0
-	github.com/rjqgo/rethinkdb-job-queue/rjqweb v0.0.0
+	github.com/rjqgo/rethinkdb-job-queue v0.0.0-20261125123827-46c0018554fb
+	github.com/rjqgo/rethinkdb-job-queue/rjqweb v0.0.0-20261125123827-46c0018554fb
 	github.com/stretchr/testify v1.12.1
 	gopkg.in/rethinkdb/rethinkdb-go.v6 v6.2.1
 )
@@ -28,7 +28,3 @@ require (
 	gopkg.in/cenkalti/backoff.v2 v2.2.1 // indirect
 	gopkg.in/check.v1 v1.0.0-20201130134442-10cb98267c6c // indirect
 )
-
-replace github.com/rjqgo/rethinkdb-job-queue => ../..
-
-replace github.com/rjqgo/rethinkdb-job-queue/rjqweb => ../../rjqweb
