@@ -103,23 +103,30 @@ func run() error {
 	}
 	defer os.RemoveAll(tmp)
 	proxy := filepath.Join(tmp, "proxy")
+	// Serve each module at its version, then every version of a module of the repository
+	// that a served go.mod requires (rjqweb at a commit may require the library at an
+	// earlier one), each from its commit.
+	var todo []requirement
 	for _, m := range mods {
-		from := "the working tree"
-		if commit, ok := pseudoCommit(m.version); ok {
-			src, err := checkout(tmp, m.version, commit)
-			if err != nil {
-				return fmt.Errorf("%s@%s: %w", m.path, m.version, err)
-			}
-			m.dir = filepath.Join(src, m.dir)
-			if m.gomod, err = os.ReadFile(filepath.Join(m.dir, "go.mod")); err != nil {
-				return err
-			}
-			from = "commit " + commit
+		todo = append(todo, requirement{m.path, m.version})
+	}
+	served := map[requirement]bool{}
+	for len(todo) > 0 {
+		req := todo[0]
+		todo = todo[1:]
+		if served[req] {
+			continue
+		}
+		served[req] = true
+		m, from, err := moduleAt(tmp, req)
+		if err != nil {
+			return err
 		}
 		if err := m.serve(proxy); err != nil {
 			return fmt.Errorf("serve %s: %w", m.path, err)
 		}
 		fmt.Printf("modcheck: serving %s@%s from %s\n", m.path, m.version, from)
+		todo = append(todo, m.requires...)
 	}
 
 	cache, err := goEnv("GOMODCACHE")
@@ -237,6 +244,30 @@ func main() {
 }
 `
 
+// moduleAt is the module req names: from the commit of a pseudo-version, else from the
+// working tree.
+func moduleAt(tmp string, req requirement) (*module, string, error) {
+	dir := "." + strings.TrimPrefix(req.path, root)
+	from := "the working tree"
+	if commit, ok := pseudoCommit(req.version); ok {
+		src, err := checkout(tmp, req.version, commit)
+		if err != nil {
+			return nil, "", fmt.Errorf("%s@%s: %w", req.path, req.version, err)
+		}
+		dir = filepath.Join(src, dir)
+		from = "commit " + commit
+	}
+	m, err := readModule(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	if m.path != req.path {
+		return nil, "", fmt.Errorf("%s holds module %s, not %s", dir, m.path, req.path)
+	}
+	m.version = req.version
+	return m, from, nil
+}
+
 // module is one published module of the working tree.
 type module struct {
 	dir, path, version string
@@ -282,7 +313,9 @@ func (m *module) serve(proxy string) error {
 		return err
 	}
 	info, _ := json.Marshal(map[string]any{"Version": m.version, "Time": time.Now().UTC().Format(time.RFC3339)})
-	files := map[string][]byte{"list": []byte(m.version + "\n"), m.version + ".info": info, m.version + ".mod": m.gomod}
+	list, _ := os.ReadFile(filepath.Join(at, "list"))
+	list = append(list, m.version+"\n"...)
+	files := map[string][]byte{"list": list, m.version + ".info": info, m.version + ".mod": m.gomod}
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(at, name), b, 0o644); err != nil {
 			return err
@@ -359,6 +392,9 @@ func checkout(tmp, version, commit string) (string, error) {
 		return "", fmt.Errorf("the pseudo-version of commit %s is %s", commit, want)
 	}
 	dir := filepath.Join(tmp, "src-"+commit)
+	if _, err := os.Stat(dir); err == nil {
+		return dir, nil // extracted already
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
