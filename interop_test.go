@@ -2,12 +2,15 @@ package rjq_test
 
 import (
 	"context"
+	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
@@ -234,4 +237,140 @@ func waitForEvent(t *testing.T, events <-chan queue.Event, typ queue.EventType, 
 			t.Fatalf("no %s event for job %s", typ, id)
 		}
 	}
+}
+
+// Payloads are stored by their json names, so a Node.js worker, the CLI's field search
+// and a raw read all see what the Go struct's tags say; a rethinkdb tag wins where there
+// is one, and documents stored by Go field name (before v0.3) still decode.
+func TestPayloadsKeepTheirJSONNames(t *testing.T) {
+	srv := testserver.Get(t)
+	db := testserver.DB(t)
+	const name = "payloads"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	q, err := queue.New(ctx, connectTo(srv, db), queuetest.Options(queue.Options{Name: name, MasterInterval: -1}))
+	require.NoError(t, err)
+	defer q.Stop(ctx)
+	require.NoError(t, q.Ready(ctx))
+	sess := testserver.Session(t)
+	raw := func(t *testing.T, id string) map[string]any {
+		t.Helper()
+		var doc map[string]any
+		require.NoError(t, r.DB(db).Table(name).Get(id).ReadOne(&doc, sess))
+		return doc
+	}
+	type email struct {
+		To     string    `json:"to"`
+		Count  int       `json:"count"`
+		SentAt time.Time `json:"sentAt,omitempty"`
+		Note   string    `json:"-"`
+	}
+
+	t.Run("json names through AddJob, a raw read, a Node.js worker and DataAs", func(t *testing.T) {
+		added, err := q.AddJob(ctx, q.CreateJob(email{To: "ann", Count: 2, Note: "not stored"}))
+		require.NoError(t, err)
+		id := added[0].ID
+		assert.Equal(t, map[string]any{"to": "ann", "count": 2.0}, raw(t, id)["data"], "the stored keys are the json names")
+		got, err := q.GetJob(ctx, id)
+		require.NoError(t, err)
+		var back email
+		require.NoError(t, got[0].DataAs(&back))
+		assert.Equal(t, email{To: "ann", Count: 2}, back)
+
+		node := testserver.Node(t, srv, db, name)
+		assert.Equal(t, "completed "+id, node.Run(t, "process"))
+		got, err = q.GetJob(ctx, id)
+		require.NoError(t, err)
+		var result string
+		require.NoError(t, got[0].Result(&result))
+		assert.Equal(t, `node did {"count":2,"to":"ann"}`, sortedJSON(t, result), "the Node.js worker reads job.data.to")
+	})
+
+	t.Run("a zero time is stored as null and reads back as the zero time", func(t *testing.T) {
+		type stamped struct {
+			Email  string    `json:"email"`
+			SentAt time.Time `json:"sentAt"`
+		}
+		added, err := q.AddJob(ctx, q.CreateJob(stamped{Email: "x"}))
+		require.NoError(t, err)
+		data := raw(t, added[0].ID)["data"].(map[string]any)
+		assert.Contains(t, data, "sentAt")
+		assert.Nil(t, data["sentAt"])
+		got, err := q.GetJob(ctx, added[0].ID)
+		require.NoError(t, err)
+		back := stamped{SentAt: time.Now()}
+		require.NoError(t, got[0].DataAs(&back))
+		assert.True(t, back.SentAt.IsZero())
+		assert.Equal(t, "x", back.Email)
+	})
+
+	t.Run("a rethinkdb tag wins; an old document still decodes", func(t *testing.T) {
+		type both struct {
+			Email string `rethinkdb:"email_address" json:"email"`
+		}
+		added, err := q.AddJob(ctx, q.CreateJob(both{Email: "b"}))
+		require.NoError(t, err)
+		assert.Equal(t, map[string]any{"email_address": "b"}, raw(t, added[0].ID)["data"])
+
+		old := q.CreateJob(nil)
+		_, err = q.AddJob(ctx, old)
+		require.NoError(t, err)
+		_, err = r.DB(db).Table(name).Get(old.ID).Update(map[string]any{"data": map[string]any{"To": "carl", "Count": 3}}).RunWrite(sess)
+		require.NoError(t, err)
+		got, err := q.GetJob(ctx, old.ID)
+		require.NoError(t, err)
+		var back email
+		require.NoError(t, got[0].DataAs(&back))
+		assert.Equal(t, email{To: "carl", Count: 3}, back, "stored by Go field name before v0.3")
+	})
+
+	t.Run("a handler's result by json names; one that cannot be stored says so", func(t *testing.T) {
+		_, err := q.Reset(ctx)
+		require.NoError(t, err)
+		type receipt struct {
+			SentTo string    `json:"sent_to"`
+			At     time.Time `json:"at"`
+		}
+		results := map[string]any{
+			"good": receipt{SentTo: "ann"},
+			"bad":  map[string]any{"ratio": math.NaN()},
+		}
+		require.NoError(t, q.Process(func(ctx context.Context, j *job.Job) (any, error) {
+			return results[j.Name], nil
+		}))
+		ids := map[string]string{}
+		for n := range results {
+			added, err := q.AddJob(ctx, q.CreateJob(nil).SetName(n))
+			require.NoError(t, err)
+			ids[n] = added[0].ID
+		}
+		good, err := q.Wait(ctx, ids["good"])
+		require.NoError(t, err)
+		var rc receipt
+		require.NoError(t, good.Result(&rc))
+		assert.Equal(t, receipt{SentTo: "ann"}, rc)
+		last := raw(t, ids["good"])["log"].([]any)
+		assert.Equal(t, map[string]any{"sent_to": "ann", "at": nil}, last[len(last)-1].(map[string]any)["data"])
+
+		bad, err := q.Wait(ctx, ids["bad"])
+		require.NoError(t, err)
+		assert.Equal(t, job.Completed, bad.Status, "the job completes")
+		var v any
+		err = bad.Result(&v)
+		require.ErrorIs(t, err, job.ErrResultNotStored)
+		assert.Contains(t, err.Error(), "ratio")
+	})
+}
+
+// sortedJSON rewrites the JSON object after "node did " with its keys sorted, as Go
+// writes maps, so that the test does not depend on the order Node.js wrote them in.
+func sortedJSON(t *testing.T, s string) string {
+	t.Helper()
+	prefix, text, ok := strings.Cut(s, " did ")
+	require.True(t, ok, s)
+	var v any
+	require.NoError(t, json.Unmarshal([]byte(text), &v))
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return prefix + " did " + string(b)
 }

@@ -5,12 +5,13 @@ import "fmt"
 // Document returns the job as the document the Node.js library stores: durations in
 // milliseconds, priority as its number, repeat as false, true or a count, unset dates and
 // an empty name as null, times in UTC, Fields at the top level, and no "data" field when
-// Data is nil. The storage layer writes it; tools that write a queue's table directly can
+// Data is nil. Data and Fields are stored by encoding/json's names (see "Payloads" in the
+// package documentation). The storage layer writes it; tools that write a queue's table directly can
 // too.
 func (j *Job) Document() map[string]any {
 	doc := make(map[string]any, 19+len(j.Fields))
 	for k, v := range j.Fields {
-		doc[k] = v
+		doc[k] = stored(v)
 	}
 	log := make([]any, len(j.Log))
 	for i, e := range j.Log {
@@ -35,7 +36,7 @@ func (j *Job) Document() map[string]any {
 	doc["dateFinished"] = storedTime(j.DateFinished)
 	doc["queueId"] = j.QueueID
 	if j.Data != nil {
-		doc["data"] = j.Data
+		doc["data"] = stored(j.Data)
 	}
 	return doc
 }

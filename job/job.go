@@ -37,8 +37,9 @@ type Job struct {
 	DateFinished time.Time // zero until the job first finishes or fails
 	// QueueID is the id of the queue that last changed the job.
 	QueueID string
-	// Data is the job's payload, the document's "data" field. Values read from the
-	// database are maps, slices, strings, float64s, bools and time.Times; use DataAs to
+	// Data is the job's payload, the document's "data" field, stored by encoding/json's
+	// names (see "Payloads" in the package documentation). Values read from the database
+	// are maps, slices, strings, float64s, bools, time.Times and []bytes; use DataAs to
 	// decode them into a type of your own.
 	Data any
 	// Fields holds every other top-level field of the document. They are written back
@@ -53,8 +54,9 @@ type Job struct {
 
 // New returns a job with status Created, a new id, the given payload and options, not yet
 // in any queue: Queue.AddJob adds it. Queue.CreateJob is the usual way to make one; New
-// serves producers that build jobs away from a queue. Zero options take their defaults
-// (see Options.WithDefaults); an invalid one is reported by Err.
+// serves producers that build jobs away from a queue. Zero options take their defaults,
+// the same as CreateJob's (see Options), so New(data, Options{}) is CreateJob(data) on a
+// queue with the default JobOptions; an invalid option is reported by Err.
 func New(data any, opts Options) *Job {
 	opts = opts.WithDefaults()
 	created := creationTime()
@@ -166,12 +168,11 @@ func (j *Job) SetDateEnable(t time.Time) *Job {
 	return j
 }
 
-// DataAs decodes the job's payload into v, which must be a non-nil pointer. The job's
-// store decodes it (see Store.Decode), by the rules the payload was stored by: for a
-// queue's jobs, rethinkdb-go's: the `rethinkdb` or `gorethink` struct tag, and a `json` tag only
-// in a program that called r.SetTags("rethinkdb", "json"), so name payload fields with a
-// `rethinkdb` tag for Node.js workers to read them by that name. A job with no
-// store (made by New and not yet added) decodes by encoding/json's rules.
+// DataAs decodes the job's payload into v, which must be a non-nil pointer, by the names it
+// was stored by: a struct's json names, or its rethinkdb tags where it has them (see
+// "Payloads" in the package documentation). Documents stored by Go field name (before
+// v0.3) still decode: a key that matches no json name is matched case-insensitively, then
+// by the field's Go name.
 func (j *Job) DataAs(v any) error {
 	if err := j.decode(j.Data, v); err != nil {
 		return fmt.Errorf("job %s: data: %w", j.ID, err)
@@ -195,6 +196,10 @@ func (j *Job) Validate() error {
 	if j.Priority == 0 {
 		// Zero means Normal only in Options; a job stores its priority as it is.
 		errs = append(errs, fmt.Errorf("%w (got 0)", ErrInvalidPriority))
+	}
+	if j.RetryMax == NoRetries {
+		// NoRetries is an Options value; a job stores its retryMax as it is.
+		errs = append(errs, fmt.Errorf("%w (got %d)", ErrInvalidRetryMax, j.RetryMax))
 	}
 	if !ValidID(j.ID) {
 		errs = append(errs, fmt.Errorf("%w (got %q)", ErrInvalidID, j.ID))

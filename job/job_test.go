@@ -1,7 +1,6 @@
 package job
 
 import (
-	"errors"
 	"math"
 	"strings"
 	"sync"
@@ -106,8 +105,19 @@ func TestNewZeroOptionsMeanDefaults(t *testing.T) {
 	require.NoError(t, j.Err())
 	assert.Equal(t, Normal, j.Priority, "a zero priority is Normal")
 	assert.Equal(t, DefaultTimeout, j.Timeout, "a zero timeout is the default, not an instant timeout")
-	assert.Zero(t, j.RetryMax, "RetryMax is used as given")
-	assert.Zero(t, j.RetryDelay, "RetryDelay is used as given")
+	assert.Equal(t, DefaultRetryMax, j.RetryMax, "a zero RetryMax is the default, as CreateJob's")
+	assert.Equal(t, DefaultRetryDelay, j.RetryDelay)
+	assert.Equal(t, DefaultRepeatDelay, j.RepeatDelay)
+	d := New(nil, DefaultOptions())
+	assert.Equal(t, []any{d.Priority, d.Timeout, d.RetryMax, d.RetryDelay, d.RepeatDelay, d.Repeat},
+		[]any{j.Priority, j.Timeout, j.RetryMax, j.RetryDelay, j.RepeatDelay, j.Repeat}, "Options{} is DefaultOptions()")
+
+	none := New(nil, Options{RetryMax: NoRetries})
+	require.NoError(t, none.Err())
+	assert.Zero(t, none.RetryMax, "NoRetries: never retried")
+	assert.NoError(t, none.Validate())
+	none.RetryMax = NoRetries
+	assert.ErrorIs(t, none.Validate(), ErrInvalidRetryMax, "a job's RetryMax is exact: -1 is no count")
 }
 
 func TestNewInvalidOptions(t *testing.T) {
@@ -118,7 +128,7 @@ func TestNewInvalidOptions(t *testing.T) {
 	}{
 		{"priority", func(o *Options) { o.Priority = 7 }, ErrInvalidPriority},
 		{"timeout", func(o *Options) { o.Timeout = -1 }, ErrInvalidTimeout},
-		{"retry max", func(o *Options) { o.RetryMax = -1 }, ErrInvalidRetryMax},
+		{"retry max", func(o *Options) { o.RetryMax = -2 }, ErrInvalidRetryMax},
 		{"retry delay", func(o *Options) { o.RetryDelay = -1 }, ErrInvalidRetryDelay},
 		{"repeat", func(o *Options) { o.Repeat = -2 }, ErrInvalidRepeat},
 		{"repeat delay", func(o *Options) { o.RepeatDelay = -1 }, ErrInvalidRepeatDelay},
@@ -347,33 +357,28 @@ func TestDataAsWithoutAStoreFallsBackToJSON(t *testing.T) {
 	assert.Error(t, New(func() {}, DefaultOptions()).DataAs(&m), "a value JSON cannot encode")
 }
 
-func TestDataAsAndResultDecodeThroughTheStore(t *testing.T) {
-	// The store's rules, not JSON's: this one reads every value as the string "stored".
-	s := &fakeStore{decode: func(_, v any) error {
-		*v.(*string) = "stored"
-		return nil
-	}}
-	j := attached(s, 42)
-	j.Log = append(j.Log, LogEntry{Message: MessageCompleted, Data: 7})
-	var data, result string
-	require.NoError(t, j.DataAs(&data))
-	require.NoError(t, j.Result(&result))
-	assert.Equal(t, "stored", data)
-	assert.Equal(t, "stored", result)
-	calls := s.Calls()
-	require.Len(t, calls, 2)
-	assert.Equal(t, storeCall{method: "Decode", data: 42}, calls[0])
-	assert.Equal(t, storeCall{method: "Decode", data: 7}, calls[1])
-
-	// Its errors are the caller's, with the job's id.
-	s.err = errors.New("no")
-	err := j.DataAs(&data)
-	assert.ErrorIs(t, err, s.err)
-	assert.Contains(t, err.Error(), j.ID)
-
-	// Detached, the job decodes by JSON again.
-	j.Attach(nil)
+func TestDataAsAndResultDecodeByJSONNames(t *testing.T) {
+	type mail struct {
+		To     string `json:"to"`
+		SentTo string `json:"sent_to"`
+	}
+	// A job read from the database holds maps keyed by json names; one made by New holds
+	// the producer's struct: both decode alike, with or without a store.
+	for _, j := range []*Job{
+		New(map[string]any{"to": "a@b.c"}, DefaultOptions()),
+		New(mail{To: "a@b.c"}, DefaultOptions()),
+		attached(&fakeStore{}, mail{To: "a@b.c"}),
+	} {
+		j.Log = append(j.Log, LogEntry{Message: MessageCompleted, Data: mail{SentTo: "x@y.z"}})
+		var data, result mail
+		require.NoError(t, j.DataAs(&data))
+		require.NoError(t, j.Result(&result))
+		assert.Equal(t, mail{To: "a@b.c"}, data)
+		assert.Equal(t, mail{SentTo: "x@y.z"}, result)
+	}
+	// Errors name the job.
 	var n int
-	require.NoError(t, j.DataAs(&n))
-	assert.Equal(t, 42, n)
+	err := New(map[string]any{"to": 1}, DefaultOptions()).DataAs(&n)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "data")
 }

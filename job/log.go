@@ -111,7 +111,7 @@ func (e LogEntry) Document() map[string]any {
 	doc["queueId"] = e.QueueID
 	doc["message"] = e.Message
 	if e.Data != nil || m.has&noData == 0 {
-		doc["data"] = e.Data
+		doc["data"] = stored(e.Data)
 	}
 	doc["type"] = string(e.Type)
 	doc["status"] = string(e.Status)

@@ -10,11 +10,17 @@ import (
 // removed. It is stored as `true`, as the Node.js library stores it.
 const RepeatForever = -1
 
-// Options are the settings a new job starts with. A zero Priority means Normal and a zero
-// Timeout means DefaultTimeout, so that a partly filled Options never makes jobs that time
-// out at once; every other field is used as given (RetryMax 0: no retries; RetryDelay 0:
-// retry at once). DefaultOptions gives the original library's full set. Durations are
-// stored in whole milliseconds (anything finer is dropped).
+// NoRetries as Options.RetryMax makes jobs that are never retried: their first failure
+// terminates them. (RetryMax 0 in Options means the default, 3.)
+const NoRetries = -1
+
+// Options are the settings a new job starts with. The zero value of every field means the
+// original library's default, as DefaultOptions gives them: priority Normal, timeout 5
+// minutes, 3 retries 10 minutes apart, no repeat, repeat delay 5 minutes, enabled at
+// creation. So job.New(data, job.Options{}) and Queue.CreateJob(data) make the same job
+// (with a queue's default JobOptions). Say "none" with NoRetries, or set exact values on
+// the job with its setters (SetRetryMax(0), SetRetryDelay(0)), which take every value as
+// given. Durations are stored in whole milliseconds (anything finer is dropped).
 type Options struct {
 	// Name identifies related jobs (not necessarily uniquely) and is indexed for
 	// FindJobByName. Empty means "the job's id".
@@ -24,11 +30,14 @@ type Options struct {
 	// Timeout is how long one run of the job may take before it is failed; zero means
 	// DefaultTimeout.
 	Timeout time.Duration
-	// RetryDelay is multiplied by the retry count to delay each retry.
+	// RetryDelay is multiplied by the retry count to delay each retry; zero means
+	// DefaultRetryDelay.
 	RetryDelay time.Duration
-	// RepeatDelay is the wait between the repeats of a repeating job.
+	// RepeatDelay is the wait between the repeats of a repeating job; zero means
+	// DefaultRepeatDelay.
 	RepeatDelay time.Duration
-	// RetryMax is how many times a failed job is retried; 0 disables retries.
+	// RetryMax is how many times a failed job is retried; zero means DefaultRetryMax,
+	// NoRetries none.
 	RetryMax int
 	// Repeat is how many times the job runs again after its first run: 0 for never, n for n
 	// more runs, RepeatForever for ever.
@@ -59,14 +68,27 @@ func DefaultOptions() Options {
 	}
 }
 
-// WithDefaults returns o with its zero Priority and zero Timeout replaced by Normal and
-// DefaultTimeout, the values New and queues use.
+// WithDefaults returns o with every zero field replaced by its default (see Options) and
+// NoRetries by 0: the exact values New, CreateJob and schedules give a job.
 func (o Options) WithDefaults() Options {
+	d := DefaultOptions()
 	if o.Priority == 0 {
-		o.Priority = Normal
+		o.Priority = d.Priority
 	}
 	if o.Timeout == 0 {
-		o.Timeout = DefaultTimeout
+		o.Timeout = d.Timeout
+	}
+	if o.RetryDelay == 0 {
+		o.RetryDelay = d.RetryDelay
+	}
+	if o.RepeatDelay == 0 {
+		o.RepeatDelay = d.RepeatDelay
+	}
+	switch o.RetryMax {
+	case 0:
+		o.RetryMax = d.RetryMax
+	case NoRetries:
+		o.RetryMax = 0
 	}
 	return o
 }
@@ -83,7 +105,7 @@ func (o Options) Validate() error {
 		checkDuration(ErrInvalidTimeout, o.Timeout),
 		checkDuration(ErrInvalidRetryDelay, o.RetryDelay),
 		checkDuration(ErrInvalidRepeatDelay, o.RepeatDelay),
-		checkCount(ErrInvalidRetryMax, o.RetryMax),
+		checkRetryMax(o.RetryMax),
 		checkRepeat(o.Repeat),
 		checkDate(o.DateEnable))
 	return errors.Join(errs...)
@@ -101,6 +123,14 @@ func checkCount(sentinel error, n int) error {
 		return fmt.Errorf("%w (got %d)", sentinel, n)
 	}
 	return nil
+}
+
+// checkRetryMax checks an Options.RetryMax: a count, or NoRetries.
+func checkRetryMax(n int) error {
+	if n == NoRetries {
+		return nil
+	}
+	return checkCount(ErrInvalidRetryMax, n)
 }
 
 func checkRepeat(n int) error {

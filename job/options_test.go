@@ -50,7 +50,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"timeout", func(o *Options) { o.Timeout = -time.Millisecond }, []error{ErrInvalidTimeout}},
 		{"retry delay", func(o *Options) { o.RetryDelay = -1 }, []error{ErrInvalidRetryDelay}},
 		{"repeat delay", func(o *Options) { o.RepeatDelay = -time.Second }, []error{ErrInvalidRepeatDelay}},
-		{"retry max", func(o *Options) { o.RetryMax = -1 }, []error{ErrInvalidRetryMax}},
+		{"retry max", func(o *Options) { o.RetryMax = -2 }, []error{ErrInvalidRetryMax}},
+		{"no retries", func(o *Options) { o.RetryMax = NoRetries }, nil},
 		{"repeat -2", func(o *Options) { o.Repeat = -2 }, []error{ErrInvalidRepeat}},
 		{"all invalid", func(o *Options) {
 			o.Priority = 99

@@ -14,8 +14,6 @@ import (
 // fakeStore is a Store that records its calls.
 type fakeStore struct {
 	err error // returned by every call
-	// decode, when set, is what Decode does.
-	decode func(value, v any) error
 
 	mu    sync.Mutex
 	calls []storeCall
@@ -54,13 +52,6 @@ func (s *fakeStore) Calls() []storeCall {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]storeCall(nil), s.calls...)
-}
-
-func (s *fakeStore) Decode(value, v any) error {
-	if err := s.record(storeCall{method: "Decode", data: value}); err != nil {
-		return err
-	}
-	return s.decode(value, v)
 }
 
 var _ Store = (*fakeStore)(nil)

@@ -101,7 +101,7 @@ func TestReviewSurvivesAMalformedActiveDocument(t *testing.T) {
 }
 
 // A handler result the driver cannot encode must not leave the job active: it completes
-// without the result, and its log says why.
+// without the result, and Result says why.
 func TestAResultThatCannotBeStoredStillCompletesTheJob(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, &queue.Options{MasterInterval: -1})
@@ -120,7 +120,9 @@ func TestAResultThatCannotBeStoredStillCompletesTheJob(t *testing.T) {
 		assert.Equal(t, job.Completed, got.Status)
 		last := got.GetLastLog()
 		assert.Nil(t, last.Data)
-		assert.Contains(t, last.Message, "result was not stored")
+		assert.Equal(t, job.MessageCompleted, last.Message)
+		var v any
+		assert.ErrorIs(t, got.Result(&v), job.ErrResultNotStored)
 	}
 }
 

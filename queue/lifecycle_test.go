@@ -68,7 +68,7 @@ func TestNewOptions(t *testing.T) {
 	assert.Equal(t, queue.KeepFinishedJobs, q.RemoveFinishedJobs())
 	j := q.CreateJob(nil)
 	assert.Equal(t, job.Low, j.Priority)
-	assert.Equal(t, 0, j.RetryMax, "job options are used as given")
+	assert.Equal(t, job.DefaultRetryMax, j.RetryMax, "a zero RetryMax is the default")
 	j = f.add(t, 1)[0]
 	assert.Equal(t, float64(1000), f.rawDoc(t, j.ID)["timeout"])
 }

@@ -83,7 +83,7 @@ func ExampleRun_timeout() {
 		<-ctx.Done()
 		return nil, context.Cause(ctx)
 	}
-	j := job.New(nil, job.Options{Timeout: 20 * time.Millisecond})
+	j := job.New(nil, job.Options{Timeout: 20 * time.Millisecond, RetryMax: job.NoRetries})
 	res, err := rjqtest.Run(context.Background(), wait, j)
 	if err != nil {
 		fmt.Println(err)

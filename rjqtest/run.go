@@ -289,15 +289,12 @@ func (rn *run) finish(result any, err error) (*Result, error) {
 }
 
 // completed is a successful run: completed with progress 100, or waiting for the next
-// repeat. A result that cannot be stored is left out of the entry, which says why.
+// repeat. A result that cannot be stored is left out of the entry, which says why (and
+// the job's Result returns job.ErrResultNotStored).
 func (rn *run) completed(result any) (*Result, error) {
 	at := now()
 	t := rdb.AfterSuccess(&rn.claimed, at)
-	message := job.MessageCompleted
-	if err := job.CheckValue(result); err != nil {
-		result, message = nil, job.MessageCompleted+" (its result was not stored: "+err.Error()+")"
-	}
-	entry := rdb.NewLog(&rn.claimed, QueueID, result, message, t.LogType, t.Status).WithDuration(runTime(rn.claimed, at))
+	entry, _ := rdb.CompletionEntry(&rn.claimed, QueueID, result, t, runTime(rn.claimed, at))
 	outcome := Completed
 	if t.Repeating {
 		outcome = Repeating

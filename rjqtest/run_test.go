@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -54,7 +53,7 @@ func TestOutcomes(t *testing.T) {
 			rjqtest.Completed, job.Completed, 0, 100, job.MessageCompleted, job.Information, nil},
 		{"failed with a retry left", job.Options{RetryMax: 1}, returns(nil, boom),
 			rjqtest.Failed, job.Failed, 1, 0, job.MessageFailed, job.Warning, boom},
-		{"terminated with no retry left", job.Options{}, returns(nil, boom),
+		{"terminated with no retry left", job.Options{RetryMax: job.NoRetries}, returns(nil, boom),
 			rjqtest.Terminated, job.Terminated, 0, 0, job.MessageFailed, job.Error, boom},
 		{"cancelled with a reason", job.Options{RetryMax: 3}, returns(nil, job.Cancel("spam")),
 			rjqtest.Cancelled, job.Cancelled, 0, 0, "spam", job.Information, job.ErrCancel},
@@ -66,11 +65,11 @@ func TestOutcomes(t *testing.T) {
 			rjqtest.PassedBack, job.Waiting, 0, 0, job.MessageUpdated, job.Information, queue.ErrPassBack},
 		{"repeating after a success", job.Options{Repeat: 1}, returns("done", nil),
 			rjqtest.Repeating, job.Waiting, 0, 0, job.MessageCompleted, job.Information, nil},
-		{"repeating after a failure with no retry left", job.Options{Repeat: job.RepeatForever}, returns(nil, boom),
+		{"repeating after a failure with no retry left", job.Options{Repeat: job.RepeatForever, RetryMax: job.NoRetries}, returns(nil, boom),
 			rjqtest.Repeating, job.Waiting, 0, 0, job.MessageFailed, job.Error, boom},
 		{"failed by a panic", job.Options{RetryMax: 1}, func(context.Context, *job.Job) (any, error) { panic(boom) },
 			rjqtest.Failed, job.Failed, 1, 0, job.MessageFailed, job.Warning, boom},
-		{"failed by a nil error pointer", job.Options{}, returns(nil, (*myErr)(nil)),
+		{"failed by a nil error pointer", job.Options{RetryMax: job.NoRetries}, returns(nil, (*myErr)(nil)),
 			rjqtest.Terminated, job.Terminated, 0, 0, job.MessageFailed, job.Error, nil},
 	}
 	for _, c := range cases {
@@ -114,7 +113,7 @@ func TestCompletedRecordsTheResult(t *testing.T) {
 	assert.Equal(t, summary{3, "ann@example.com"}, got)
 	last := res.Job.GetLastLog()
 	assert.Equal(t, map[string]any{"Sent": float64(3), "email": "ann@example.com"}, last.Data,
-		"stored as the driver stores it: the rethinkdb tag, numbers as float64")
+		"stored by the json rule: a rethinkdb tag wins, an untagged field keeps its Go name, numbers as float64")
 	assert.GreaterOrEqual(t, last.Duration, time.Duration(0))
 	assert.False(t, last.Date.Before(res.Job.DateFinished), "the entry is written as the run ends")
 }
@@ -125,19 +124,23 @@ func TestUnstorableResultCompletesWithoutIt(t *testing.T) {
 	assert.Equal(t, rjqtest.Completed, res.Outcome)
 	assert.Equal(t, ch, res.Value)
 	last := res.Job.GetLastLog()
-	assert.True(t, strings.HasPrefix(last.Message, job.MessageCompleted+" (its result was not stored: "), last.Message)
+	assert.Equal(t, job.MessageCompleted, last.Message)
 	assert.Nil(t, last.Data)
+	var v any
+	err := res.Job.Result(&v)
+	assert.ErrorIs(t, err, job.ErrResultNotStored, "Result says why, instead of nothing")
+	assert.Contains(t, fmt.Sprint(err), "chan int")
 }
 
 func TestFailureEntry(t *testing.T) {
-	res := run(t, returns(nil, errors.New("disk full")), job.New(nil, job.Options{}))
+	res := run(t, returns(nil, errors.New("disk full")), job.New(nil, job.Options{RetryMax: job.NoRetries}))
 	last := res.Job.GetLastLog()
 	assert.Equal(t, "disk full", last.ErrorMessage)
 	assert.Equal(t, job.MessageNoErrorStack, last.ErrorStack)
 	assert.Equal(t, map[string]any{"name": "errors.errorString", "message": "disk full"}, last.Data)
 	assert.Equal(t, job.Terminated, last.Status)
 
-	res = run(t, func(context.Context, *job.Job) (any, error) { panic("kaboom") }, job.New(nil, job.Options{}))
+	res = run(t, func(context.Context, *job.Job) (any, error) { panic("kaboom") }, job.New(nil, job.Options{RetryMax: job.NoRetries}))
 	var pe *queue.PanicError
 	require.ErrorAs(t, res.Err, &pe)
 	assert.Equal(t, "kaboom", pe.Value)
@@ -200,7 +203,7 @@ func TestPassBackSavesTheHandlersChanges(t *testing.T) {
 	res = run(t, func(_ context.Context, j *job.Job) (any, error) {
 		j.Priority = 7
 		return j, nil
-	}, job.New(nil, job.Options{}))
+	}, job.New(nil, job.Options{RetryMax: job.NoRetries}))
 	assert.Equal(t, rjqtest.Terminated, res.Outcome, "a job passed back invalid fails")
 	assert.ErrorIs(t, res.Err, job.ErrInvalidPriority)
 	assert.Equal(t, job.Normal, res.Job.Priority, "and is not saved")
@@ -394,7 +397,7 @@ func TestRunsUnderTheCallersContext(t *testing.T) {
 		cancel()
 		<-ctx.Done()
 		return nil, ctx.Err()
-	}, job.New(nil, job.Options{}))
+	}, job.New(nil, job.Options{RetryMax: job.NoRetries}))
 	require.NoError(t, err)
 	assert.Equal(t, rjqtest.Terminated, res.Outcome)
 	assert.ErrorIs(t, res.Err, context.Canceled)

@@ -2,16 +2,14 @@ package rjqtest
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
 
-	"gopkg.in/rethinkdb/rethinkdb-go.v6/encoding"
-
 	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/payload"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
@@ -38,10 +36,6 @@ type store struct {
 }
 
 var _ job.Store = (*store)(nil)
-
-// Decode decodes by the driver's rules, as a queue's store does, so that DataAs and
-// Result read what they would read in a queue (the `rethinkdb` struct tag, not `json`).
-func (s *store) Decode(value, v any) error { return rdb.Decode(value, v) }
 
 // SaveJob saves j for Job.Update: the stored job becomes j, with the entry "Job updated"
 // holding the replaced values, and j is read back, as a queue's Update reads it back.
@@ -193,28 +187,20 @@ func storedJob(j *job.Job) (*job.Job, error) {
 	return &c, nil
 }
 
-// storedForm is v as a handler reads it back from RethinkDB: encoded by the driver's
-// rules, sent as JSON (so numbers come back as float64 and structs as maps), with times
-// and byte slices turned back into time.Time and []byte as the driver does on reading.
-// Each call returns values of its own, which the caller may change freely.
+// storedForm is v as a handler reads it back from RethinkDB: stored by its json names
+// (numbers as float64, structs as maps), with times as the driver reads them. Each call
+// returns values of its own, which the caller may change freely.
 func storedForm(v any) (any, error) {
 	if v == nil {
 		return nil, nil
 	}
-	tree, err := encoding.Encode(v)
+	tree, err := payload.Encode(v)
 	if err != nil {
-		return nil, fmt.Errorf("encode: %w", err)
+		return nil, fmt.Errorf("%w: %w", job.ErrInvalidData, err)
 	}
-	b, err := json.Marshal(tree)
+	read, err := rdb.AsRead(map[string]any{"v": tree})
 	if err != nil {
-		return nil, fmt.Errorf("encode: %w", err)
-	}
-	var wire, out any
-	if err := json.Unmarshal(b, &wire); err != nil {
-		return nil, fmt.Errorf("decode: %w", err)
-	}
-	if err := rdb.Decode(wire, &out); err != nil {
 		return nil, err
 	}
-	return out, nil
+	return read["v"], nil
 }

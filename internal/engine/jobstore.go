@@ -23,10 +23,6 @@ func (q *Queue) store() jobStore { return jobStore{q} }
 // QueueID is the id stamped on the jobs the store saves.
 func (s jobStore) QueueID() string { return s.q.id }
 
-// Decode decodes a job's payload or result for DataAs and Result by the driver's rules,
-// the rules the queue stored it by.
-func (jobStore) Decode(value, v any) error { return rdb.Decode(value, v) }
-
 // SaveJob saves j for Job.Update. One replace writes the job and appends the entry "Job
 // updated" with the replaced values as its data, so the old values and the new ones
 // cannot interleave with another writer's.

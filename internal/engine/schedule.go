@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/payload"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/master"
@@ -31,8 +32,10 @@ func (q *Queue) Schedule(ctx context.Context, name, spec string, data any, opts 
 	if !o.DateEnable.IsZero() {
 		return fmt.Errorf("%w %q: job options must not set DateEnable: the schedule sets it", ErrInvalidSchedule, name)
 	}
-	if err := job.CheckValue(data); err != nil {
-		return fmt.Errorf("%w %q: payload: %w", ErrInvalidSchedule, name, err)
+	// Stored by the same names as a job's payload: the jobs it makes copy it as stored.
+	data, err = payload.Encode(data)
+	if err != nil {
+		return fmt.Errorf("%w %q: payload: %w: %w", ErrInvalidSchedule, name, job.ErrInvalidData, err)
 	}
 	end, err := q.begin(ctx)
 	if err != nil {

@@ -75,12 +75,10 @@ func now() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
 func (e *executor) completed(rn *run, result any) *outcome {
 	p, at := e.p, now()
 	t := rdb.AfterSuccess(&rn.claimed, at)
-	message := job.MessageCompleted
-	if err := job.CheckValue(result); err != nil {
-		p.cfg.Log.WarnContext(rn.ctx, "a handler's result cannot be stored; the job completes without it", "job", rn.claimed.ID, "err", err)
-		result, message = nil, job.MessageCompleted+" (its result was not stored: "+err.Error()+")"
+	entry, err := rdb.CompletionEntry(&rn.claimed, p.cfg.QueueID, result, t, runTime(rn.claimed, at))
+	if err != nil {
+		p.cfg.Log.WarnContext(rn.ctx, "a handler's result cannot be stored: the job completes without it, and its Result reports why", "job", rn.claimed.ID, "err", err)
 	}
-	entry := rdb.NewLog(&rn.claimed, p.cfg.QueueID, result, message, t.LogType, t.Status).WithDuration(runTime(rn.claimed, at))
 	return e.transition(rn, t, entry, at, EventCompleted)
 }
 

@@ -10,27 +10,6 @@ import (
 	"gopkg.in/rethinkdb/rethinkdb-go.v6/encoding"
 )
 
-// Decode decodes value, as the driver gives or takes it, into the pointer v, by the
-// driver's rules (the `rethinkdb` or `gorethink` struct tag, or those r.SetTags names): the rules a job's payload and
-// results were stored by. A queue's job.Store decodes with it, so that DataAs and Result
-// read back what was written.
-func Decode(value, v any) error {
-	tree, err := encoding.Encode(value)
-	if err != nil {
-		return fmt.Errorf("encode: %w", err)
-	}
-	// Encode turns times and byte slices into ReQL pseudo-types, which Decode does not
-	// turn back (the driver does that on reading): without this, every time.Time in the
-	// value would decode as the zero time.
-	if tree, err = nativePseudoTypes(tree); err != nil {
-		return fmt.Errorf("encode: %w", err)
-	}
-	if err := encoding.Decode(v, tree); err != nil {
-		return fmt.Errorf("decode into %T: %w", v, err)
-	}
-	return nil
-}
-
 // AsRead returns doc as the driver returns it when it reads it back from the table:
 // numbers as float64, objects as map[string]any, times and binaries as time.Time and
 // []byte. A job built from it is the job a claim's answer would have given.

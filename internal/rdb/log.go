@@ -35,6 +35,23 @@ func NewLog(j *job.Job, queueID string, data any, message string, typ job.LogTyp
 	}
 }
 
+// CompletionEntry is the log entry of a successful run of j (claimed), stamped as t says:
+// the original's "completed" entry with the run's duration and result as its data. A
+// result that cannot be stored is left out and the entry's errorMessage says why, so that
+// Job.Result reports it (job.ErrResultNotStored) instead of finding nothing; the returned
+// error is then that reason, for the caller to log.
+func CompletionEntry(j *job.Job, queueID string, result any, t Transition, duration time.Duration) (job.LogEntry, error) {
+	err := job.CheckValue(result)
+	if err != nil {
+		result = nil
+	}
+	e := NewLog(j, queueID, result, job.MessageCompleted, t.LogType, t.Status).WithDuration(duration)
+	if err != nil {
+		e.ErrorMessage = job.ResultNotStoredPrefix + err.Error()
+	}
+	return e, err
+}
+
 // TruncatedLog is the entry appended when a job's log reaches the queue's limit.
 func TruncatedLog(j *job.Job, queueID string, limit int, status job.Status) job.LogEntry {
 	return NewLog(j, queueID, retainingMessage(limit), job.MessageLogsTruncated, job.Information, status)

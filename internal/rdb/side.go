@@ -71,17 +71,22 @@ func ScheduleOptions(o job.Options) map[string]any {
 }
 
 // JobOptions reads the schedule's stored job options, named after the schedule; a value
-// missing or of the wrong type takes its default.
+// missing or of the wrong type takes its default. The stored values are exact (resolved
+// when the schedule was made): a stored retryMax of 0 means no retries.
 func (s StoredSchedule) JobOptions() job.Options {
 	n := func(k string) int64 {
 		f, _ := s.Options[k].(float64)
 		return int64(f)
 	}
 	ms := func(k string) time.Duration { return time.Duration(n(k)) * time.Millisecond }
+	retryMax := int(n("retryMax"))
+	if _, ok := s.Options["retryMax"].(float64); ok && retryMax == 0 {
+		retryMax = job.NoRetries
+	}
 	return job.Options{
 		Name: s.Name, Priority: job.Priority(n("priority")), Timeout: ms("timeout"),
 		RetryDelay: ms("retryDelay"), RepeatDelay: ms("repeatDelay"),
-		RetryMax: int(n("retryMax")), Repeat: int(n("repeat")),
+		RetryMax: retryMax, Repeat: int(n("repeat")),
 	}.WithDefaults()
 }
 
