@@ -16,11 +16,16 @@ import (
 )
 
 // ConnectOptions say which RethinkDB server and database a queue uses. The zero value
-// means localhost:28015, database rjqJobQueue, user admin with no password.
+// means localhost:28015, database rjqJobQueue, user admin with no password. Name the
+// server with Address ("db.internal:28015"), or Host and Port, or Addresses for several
+// servers of a cluster; ParseURL reads all of it from one URL (a RETHINKDB_URL setting).
 type ConnectOptions struct {
-	Host string
-	Port int
-	DB   string
+	// Address is the server's "host:port" (the port may be left out: 28015). Set it or
+	// Host and Port, not both.
+	Address string
+	Host    string
+	Port    int
+	DB      string
 	// Username and Password are the RethinkDB account (default admin, no password).
 	Username string
 	Password string
@@ -143,6 +148,22 @@ const (
 // DefaultQueryRunOptions are the run options used when Options.QueryRunOptions is nil.
 func DefaultQueryRunOptions() r.RunOpts { return r.RunOpts{ReadMode: "majority"} }
 
+// serverAddress is the host and port cxn names, from Address or Host and Port, or the
+// first of Addresses.
+func serverAddress(cxn *ConnectOptions) (string, int, error) {
+	host, port := cxn.Host, cxn.Port
+	if cxn.Address != "" {
+		if host != "" || port != 0 {
+			return "", 0, fmt.Errorf("%w: ConnectOptions.Address %q and Host/Port are both set: set one", ErrInvalidOption, cxn.Address)
+		}
+		var err error
+		if host, port, err = splitAddress(cxn.Address); err != nil {
+			return "", 0, fmt.Errorf("%w: ConnectOptions.Address: %w", ErrInvalidOption, err)
+		}
+	}
+	return engine.FirstAddress(host, port, cxn.Addresses)
+}
+
 // resolve applies the defaults to cxn and opts and checks them.
 func resolve(cxn *ConnectOptions, opts *Options) (engine.Config, []Middleware, error) {
 	if cxn == nil {
@@ -151,7 +172,7 @@ func resolve(cxn *ConnectOptions, opts *Options) (engine.Config, []Middleware, e
 	if opts == nil {
 		opts = &Options{}
 	}
-	host, port, err := engine.FirstAddress(cxn.Host, cxn.Port, cxn.Addresses)
+	host, port, err := serverAddress(cxn)
 	if err != nil {
 		return engine.Config{}, nil, err
 	}

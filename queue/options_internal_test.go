@@ -54,9 +54,26 @@ func TestResolveGivenValues(t *testing.T) {
 	assert.False(t, c.Master())
 	assert.Equal(t, -1, c.LimitJobLogs)
 	assert.True(t, c.RemovesImmediately())
-	want := jobOpts
-	want.Timeout = job.DefaultTimeout
-	assert.Equal(t, want, c.JobOptions, "job options are used as given, zero fields included, but a zero timeout is the default")
+	want := job.DefaultOptions()
+	want.Priority = job.High
+	assert.Equal(t, want, c.JobOptions, "zero job options are the defaults")
+}
+
+func TestResolveAddress(t *testing.T) {
+	c, _, err := resolve(&ConnectOptions{Address: "db1:29015"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "db1:29015", c.Addr())
+	c, _, err = resolve(&ConnectOptions{Address: "db1"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "db1:28015", c.Addr(), "the default port")
+	for _, bad := range []*ConnectOptions{
+		{Address: "db1:29015", Host: "db2"},
+		{Address: "db1:29015", Port: 1},
+		{Address: "db1:x"},
+	} {
+		_, _, err := resolve(bad, nil)
+		assert.ErrorIs(t, err, ErrInvalidOption, "%+v", bad)
+	}
 }
 
 func TestResolveRefuses(t *testing.T) {
@@ -68,7 +85,7 @@ func TestResolveRefuses(t *testing.T) {
 		"db name":      {&ConnectOptions{DB: "a.b"}, nil},
 		"port":         {&ConnectOptions{Port: -1}, nil},
 		"concurrency":  {nil, &Options{Concurrency: -2}},
-		"job options":  {nil, &Options{JobOptions: &job.Options{Priority: job.Normal, RetryMax: -1}}},
+		"job options":  {nil, &Options{JobOptions: &job.Options{Priority: job.Normal, RetryMax: -2}}},
 		"address":      {&ConnectOptions{Addresses: []string{"db1:28015", "db2"}}, nil},
 		"address port": {&ConnectOptions{Addresses: []string{"db1:99999"}}, nil},
 	} {

@@ -20,7 +20,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rjqgo/rethinkdb-job-queue/examples/internal/env"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
@@ -28,10 +27,8 @@ import (
 func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cxn, err := env.ConnectOptions()
-	if err != nil {
-		log.Fatal(err)
-	}
+	// RJQ_ADDR=host:port names the server; empty, localhost:28015.
+	cxn := &queue.ConnectOptions{Address: os.Getenv("RJQ_ADDR")}
 	if err := run(ctx, cxn, os.Stdout, 6); err != nil {
 		log.Fatal(err)
 	}

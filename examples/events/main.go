@@ -18,7 +18,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/rjqgo/rethinkdb-job-queue/examples/internal/env"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
@@ -26,10 +25,8 @@ import (
 func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cxn, err := env.ConnectOptions()
-	if err != nil {
-		log.Fatal(err)
-	}
+	// RJQ_ADDR=host:port names the server; empty, localhost:28015.
+	cxn := &queue.ConnectOptions{Address: os.Getenv("RJQ_ADDR")}
 	if err := run(ctx, cxn, os.Stdout, 3); err != nil {
 		log.Fatal(err)
 	}

@@ -23,7 +23,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rjqgo/rethinkdb-job-queue/examples/internal/env"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
@@ -34,10 +33,8 @@ func main() {
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cxn, err := env.ConnectOptions()
-	if err != nil {
-		log.Fatal(err)
-	}
+	// RJQ_ADDR=host:port names the server; empty, localhost:28015.
+	cxn := &queue.ConnectOptions{Address: os.Getenv("RJQ_ADDR")}
 	if err := run(ctx, cxn, os.Stdout, *jobs, *drain); err != nil {
 		log.Fatal(err)
 	}

@@ -133,7 +133,7 @@ func dial(ctx context.Context, cfg Config) (*r.Session, error) {
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("%w at %s: %w", ErrConnect, cfg.Addr(), ctx.Err())
 	}
-	return nil, fmt.Errorf("%w at %s (is the server running? start one with `docker compose up -d`, or set ConnectOptions.Host and Port): %w", ErrConnect, cfg.Addr(), err)
+	return nil, fmt.Errorf("%w at %s (is a RethinkDB 2.4 server running there? to use another, set ConnectOptions.Address to its host:port, or pass queue.ParseURL(\"rethinkdb://host:port/db\")): %w", ErrConnect, cfg.Addr(), err)
 }
 
 // tableTarget is the queue's table as dbinit asserts it.
