@@ -68,7 +68,7 @@ func New(data any, opts Options) *Job {
 		Timeout:     opts.Timeout,
 		RetryDelay:  opts.RetryDelay,
 		RepeatDelay: opts.RepeatDelay,
-		RetryMax:    opts.RetryMax,
+		RetryMax:    max(opts.RetryMax, 0), // NoRetries: none
 		Repeat:      opts.Repeat,
 		Status:      Created,
 		Log:         []LogEntry{},

@@ -68,8 +68,9 @@ func DefaultOptions() Options {
 	}
 }
 
-// WithDefaults returns o with every zero field replaced by its default (see Options) and
-// NoRetries by 0: the exact values New, CreateJob and schedules give a job.
+// WithDefaults returns o with every zero field replaced by its default (see Options);
+// NoRetries stays, so that applying it twice changes nothing. New gives a job these
+// values, with NoRetries as a RetryMax of 0.
 func (o Options) WithDefaults() Options {
 	d := DefaultOptions()
 	if o.Priority == 0 {
@@ -84,11 +85,8 @@ func (o Options) WithDefaults() Options {
 	if o.RepeatDelay == 0 {
 		o.RepeatDelay = d.RepeatDelay
 	}
-	switch o.RetryMax {
-	case 0:
+	if o.RetryMax == 0 {
 		o.RetryMax = d.RetryMax
-	case NoRetries:
-		o.RetryMax = 0
 	}
 	return o
 }

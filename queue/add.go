@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 
-	"github.com/rjqgo/rethinkdb-job-queue/internal/processor"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -43,19 +42,14 @@ func (q *Queue) AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error
 	return q.e.AddJob(ctx, jobs...)
 }
 
-// addBatch is what AddJob writes: each job as stored, its document and id, and which
-// jobs are plain and which unique (see job.SetUniqueKey).
-type addBatch struct {
-	saved         []job.Job
-	docs          []any
-	ids           []string
-	plain, unique []int
+// Adder is what code that only adds jobs needs of a queue: a web handler, a producer, a
+// cron of your own. *Queue satisfies it; rjqtest.Adder is one in memory, so that such
+// code is unit-tested without a server.
+type Adder interface {
+	// CreateJob returns a new job with the queue's job options (Queue.CreateJob).
+	CreateJob(data any) *job.Job
+	// AddJob adds jobs to the queue (Queue.AddJob).
+	AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error)
 }
 
-// claimed holds the slots reserved for a batch inserted already claimed (see claimHere),
-// and the jobs the handler gets: each its own copy, as a claim would have read it.
-type claimed struct {
-	p    *processor.Processor
-	ids  []string
-	jobs []*job.Job
-}
+var _ Adder = (*Queue)(nil)

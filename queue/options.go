@@ -75,8 +75,8 @@ type Options struct {
 	// RemoveFinishedJobsImmediately removes them as soon as they finish.
 	RemoveFinishedJobs time.Duration
 	// JobOptions are the options CreateJob gives new jobs; nil means job.DefaultOptions().
-	// Every field is used as given, so RetryMax 0 means no retries, except a zero Priority
-	// or Timeout, which mean Normal and job.DefaultTimeout.
+	// As everywhere, a zero field means its default (see job.Options): RetryMax 0 is 3
+	// retries, job.NoRetries none.
 	JobOptions *job.Options
 	// Logger receives the queue's diagnostics (default: discarded). Messages about a job
 	// are logged with its handler's context, so a handler that carries trace ids in its

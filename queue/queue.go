@@ -96,9 +96,9 @@ func (q *Queue) JobOptions() job.Options {
 	return q.e.JobOptions()
 }
 
-// SetJobOptions replaces the options CreateJob gives new jobs; every field is used as
-// given, except a zero Priority or Timeout, which mean Normal and job.DefaultTimeout.
-// Invalid options are refused with an error and change nothing.
+// SetJobOptions replaces the options CreateJob gives new jobs; a zero field means its
+// default (see job.Options: job.NoRetries for none). Invalid options are refused with an
+// error and change nothing.
 func (q *Queue) SetJobOptions(opts job.Options) error {
 	return q.e.SetJobOptions(opts)
 }

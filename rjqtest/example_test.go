@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"time"
 
 	"github.com/rjqgo/rethinkdb-job-queue/job"
@@ -92,4 +94,32 @@ func ExampleRun_timeout() {
 	fmt.Println(res.Outcome, errors.Is(res.Err, job.ErrTimeout), res.Err)
 	// Output:
 	// terminated true Job timed out (run time > 20 ms)
+}
+
+// signupHandler is a web handler that adds a job: it takes a queue.Adder, which a
+// *queue.Queue is in production and an rjqtest.Adder in its unit test.
+func signupHandler(q queue.Adder) http.HandlerFunc {
+	type welcome struct {
+		Email string `json:"email"`
+	}
+	return func(w http.ResponseWriter, req *http.Request) {
+		j := q.CreateJob(welcome{Email: req.FormValue("email")}).SetName("welcome")
+		if _, err := q.AddJob(req.Context(), j); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}
+}
+
+// An HTTP handler that adds jobs, tested without a server.
+func ExampleAdder() {
+	adder := rjqtest.NewAdder(nil)
+	rec := httptest.NewRecorder()
+	signupHandler(adder).ServeHTTP(rec, httptest.NewRequest("POST", "/signup?email=ann@example.com", nil))
+
+	jobs := adder.Named("welcome")
+	fmt.Println(rec.Code, len(jobs), jobs[0].Status, jobs[0].Data)
+	// Output:
+	// 202 1 waiting map[email:ann@example.com]
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -17,7 +18,14 @@ import (
 	"github.com/rjqgo/rethinkdb-job-queue/rjqtest"
 )
 
-func TestMain(m *testing.M) { testserver.Main(m) }
+// TestMain stops the servers both finders may have started: testserver's (for the tests of
+// Require*) and rjqtest.Addr's (for NewQueue's).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	rjqtest.Cleanup()
+	testserver.Stop()
+	os.Exit(code)
+}
 
 // recorder is a testing.TB whose Fatalf records the failure instead of ending the test,
 // to check what the helpers say.

@@ -22,7 +22,7 @@ func (q *Queue) CreateJob(data any) *job.Job {
 
 // AddJob is queue.Queue.AddJob, whose doc says what it does.
 func (q *Queue) AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error) {
-	if err := checkNewJobs(jobs); err != nil {
+	if err := CheckNewJobs(jobs); err != nil {
 		return nil, err
 	}
 	end, err := q.begin(ctx)
@@ -190,8 +190,9 @@ func (c *claimed) start() {
 	}
 }
 
-// checkNewJobs validates a batch for AddJob without touching the database.
-func checkNewJobs(jobs []*job.Job) error {
+// CheckNewJobs validates a batch for AddJob without touching the database; rjqtest.Adder
+// checks its batches with it too.
+func CheckNewJobs(jobs []*job.Job) error {
 	if len(jobs) == 0 {
 		return ErrNoJobs
 	}

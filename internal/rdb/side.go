@@ -65,7 +65,7 @@ func ScheduleOptions(o job.Options) map[string]any {
 		"timeout":     o.Timeout.Milliseconds(),
 		"retryDelay":  o.RetryDelay.Milliseconds(),
 		"repeatDelay": o.RepeatDelay.Milliseconds(),
-		"retryMax":    o.RetryMax,
+		"retryMax":    max(o.RetryMax, 0), // NoRetries: none
 		"repeat":      o.Repeat,
 	}
 }

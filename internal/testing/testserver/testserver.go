@@ -82,12 +82,19 @@ var (
 // removed by its runner, but only after the binary has gone.
 func Main(m *testing.M) {
 	code := m.Run()
+	Stop()
+	os.Exit(code)
+}
+
+// Stop stops the server this binary started, if any, for a TestMain that does more than
+// Main.
+func Stop() {
 	mu.Lock()
+	defer mu.Unlock()
 	if stop != nil {
 		stop()
+		stop = nil
 	}
-	mu.Unlock()
-	os.Exit(code)
 }
 
 // Get returns the server, finding or starting it on the first call in the binary. It skips

@@ -1,0 +1,143 @@
+package rjqtest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/engine"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+	"github.com/rjqgo/rethinkdb-job-queue/queue"
+)
+
+// Adder is a queue.Adder in memory, for unit tests of code that adds jobs (a web handler
+// that takes a *queue.Queue as a queue.Adder, say), with no server. AddJob checks the jobs
+// as a queue's does and refuses what it refuses (invalid jobs, nil jobs, an id given
+// twice or added before), keeps a unique key's job as a queue does (a second add of the
+// key returns the first job while it is unfinished), and records the jobs as a queue
+// stores them: waiting, with the "Job added to the queue" log entry, their payloads in
+// their stored form (json names, numbers as float64), which DataAs decodes. Safe for
+// concurrent use.
+type Adder struct {
+	opts job.Options
+
+	mu   sync.Mutex
+	jobs []*job.Job
+	byID map[string]*job.Job
+	err  error
+}
+
+var _ queue.Adder = (*Adder)(nil)
+
+// NewAdder returns an empty Adder whose CreateJob gives jobs these options (nil: the
+// defaults, as a queue's Options.JobOptions).
+func NewAdder(opts *job.Options) *Adder {
+	o := job.DefaultOptions()
+	if opts != nil {
+		o = opts.WithDefaults()
+	}
+	return &Adder{opts: o, byID: map[string]*job.Job{}}
+}
+
+// CreateJob returns a new job with the Adder's job options and data as its payload.
+func (a *Adder) CreateJob(data any) *job.Job { return job.New(data, a.opts) }
+
+// FailWith makes every later AddJob return err (wrapped) and add nothing, as a queue
+// whose server is down would; nil adds again.
+func (a *Adder) FailWith(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.err = err
+}
+
+// AddJob adds jobs as Queue.AddJob does, in memory: see Adder.
+func (a *Adder) AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := engine.CheckNewJobs(jobs); err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.err != nil {
+		return nil, fmt.Errorf("rjqtest.Adder: %w", a.err)
+	}
+	var exists []string
+	for _, j := range jobs {
+		if _, ok := a.byID[j.ID]; ok && j.UniqueKey() == "" {
+			exists = append(exists, j.ID)
+		}
+	}
+	if len(exists) > 0 {
+		return nil, fmt.Errorf("%w: %v", job.ErrExists, exists)
+	}
+	stored := make([]*job.Job, len(jobs))
+	for i, j := range jobs {
+		s, err := a.store(j)
+		if err != nil {
+			return nil, err
+		}
+		stored[i] = s
+	}
+	out := make([]*job.Job, len(jobs))
+	for i, j := range jobs {
+		if other, ok := a.byID[j.ID]; ok && !other.Status.Finished() {
+			out[i] = cloneJob(other) // the unique key's unfinished job
+			continue
+		}
+		a.byID[j.ID] = stored[i]
+		a.jobs = slices.DeleteFunc(a.jobs, func(o *job.Job) bool { return o.ID == j.ID })
+		a.jobs = append(a.jobs, stored[i])
+		j.Status, j.Log, j.QueueID = stored[i].Status, slices.Clone(stored[i].Log), QueueID
+		out[i] = j
+	}
+	return out, nil
+}
+
+// store is j as a queue stores it.
+func (a *Adder) store(j *job.Job) (*job.Job, error) {
+	s, err := storedJob(j)
+	if err != nil {
+		return nil, fmt.Errorf("job %s: %w", j.ID, err)
+	}
+	s.Attach(nil)
+	s.QueueID = QueueID
+	if s.Status == job.Created {
+		s.Status = job.Waiting
+	}
+	s.Log = append(s.Log, rdb.NewLog(s, QueueID, nil, job.MessageAdded, job.Information, job.Waiting))
+	return s, nil
+}
+
+// cloneJob is a copy of j that shares no log or fields with it (payloads in the Adder
+// are in their stored form, which nobody changes in place).
+func cloneJob(j *job.Job) *job.Job {
+	c := *j
+	c.Log = slices.Clone(j.Log)
+	if j.Fields != nil {
+		c.Fields = make(map[string]any, len(j.Fields))
+		for k, v := range j.Fields {
+			c.Fields[k] = v
+		}
+	}
+	return &c
+}
+
+// Jobs returns copies of the jobs added, in the order they were first added.
+func (a *Adder) Jobs() []*job.Job {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]*job.Job, len(a.jobs))
+	for i, j := range a.jobs {
+		out[i] = cloneJob(j)
+	}
+	return out
+}
+
+// Named returns copies of the jobs added with this name, in the order they were added.
+func (a *Adder) Named(name string) []*job.Job {
+	return slices.DeleteFunc(a.Jobs(), func(j *job.Job) bool { return j.Name != name })
+}
