@@ -51,6 +51,8 @@ type Action struct {
 	Progress float64
 	// IsRepeating tells, for Completed, whether the job runs again.
 	IsRepeating bool
+	// Reason is the message of a Cancelled job's last log entry: the cancel's reason.
+	Reason string
 	// Claimable is true when the change made a job waiting or failed (added, reanimated,
 	// passed back, failed for a retry): a queue with free slots should claim again.
 	Claimable bool
@@ -94,8 +96,11 @@ func Classify(c Change, self string) Action {
 		act.Kind = Added
 	case newStatus != oldStatus && statusKind(newStatus) != Ignore:
 		act.Kind = statusKind(newStatus)
-		if act.Kind == Completed {
+		switch act.Kind {
+		case Completed:
 			act.IsRepeating = repeating(c.New)
+		case Cancelled:
+			act.Reason = lastMessage(c.New)
 		}
 	case newJob && oldJob && num(c.New, "progress") != num(c.Old, "progress"):
 		act.Kind = Progress
@@ -178,6 +183,20 @@ func str(doc map[string]any, key string) string {
 func num(doc map[string]any, key string) float64 {
 	f, _ := doc[key].(float64)
 	return f
+}
+
+// lastMessage is the message of the job's last log entry: from the feed's projection, or
+// from the log of a whole document.
+func lastMessage(doc map[string]any) string {
+	if m, ok := doc[lastMessageField].(string); ok {
+		return m
+	}
+	log, _ := doc["log"].([]any)
+	if len(log) == 0 {
+		return ""
+	}
+	e, _ := log[len(log)-1].(map[string]any)
+	return str(e, "message")
 }
 
 func logLen(doc map[string]any) int {

@@ -7,8 +7,12 @@ import (
 )
 
 // logLengthField holds, in a document of a queue's feed (see FollowQueue), the length of
-// the job's log, which the feed leaves out.
-const logLengthField = "rjqFeedLogLength"
+// the job's log, which the feed leaves out; lastMessageField, for a cancelled job, the
+// message of its last log entry (the cancel's reason).
+const (
+	logLengthField   = "rjqFeedLogLength"
+	lastMessageField = "rjqFeedLastMessage"
+)
 
 // FollowQueue is Follow for the queue self: it follows only the changes Classify does not
 // ignore as self's own, and with each document's data, result and log (the bulk of a job)
@@ -37,9 +41,15 @@ func queueFeed(table r.Term, self string) r.Term {
 // document written by hand, whatever its fields hold: an error here would end the feed.
 func project(doc r.Term) r.Term {
 	log := doc.Field("log").Default(nil)
+	isLog := log.TypeOf().Eq("ARRAY")
+	last := log.Nth(-1)
 	return r.Branch(doc.TypeOf().Eq("OBJECT"),
 		doc.Without("data", "result", "log").Merge(map[string]any{
-			logLengthField: r.Branch(log.TypeOf().Eq("ARRAY"), log.Count(), 0),
+			logLengthField: r.Branch(isLog, log.Count(), 0),
+			lastMessageField: r.Branch(
+				doc.Field("status").Default(nil).Eq("cancelled").And(isLog).And(r.Branch(isLog, log.Count().Gt(0), false)),
+				r.Branch(last.TypeOf().Eq("OBJECT"), last.Field("message").Default(nil), nil),
+				nil),
 		}),
 		doc)
 }

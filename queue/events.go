@@ -58,6 +58,10 @@ type Event struct {
 	IsRepeating bool
 	// Progress is the job's progress, on progress events.
 	Progress float64
+	// Reason is why the job was cancelled, on cancelled events: the reason given to
+	// CancelJob or job.Cancel (DefaultCancelReason or the original's handler message when
+	// none was given), here or in another queue (read from the job's last log entry).
+	Reason string
 	// Err is the error of error events, and the handler's error on the local failed and
 	// terminated events of a run.
 	Err error
@@ -104,8 +108,8 @@ func (o outlet) Publish(e engine.Event) {
 		review = &r
 	}
 	o.b.Publish(Event{Type: EventType(e.Type), QueueID: e.QueueID, JobID: e.JobID, Local: e.Local,
-		Global: e.Global, IsRepeating: e.IsRepeating, Progress: e.Progress, Err: e.Err, Count: e.Count,
-		Review: review})
+		Global: e.Global, IsRepeating: e.IsRepeating, Progress: e.Progress, Reason: e.Reason, Err: e.Err,
+		Count: e.Count, Review: review})
 }
 
 func (o outlet) Close() { o.b.Close() }

@@ -8,11 +8,13 @@ import (
 // Worker is a queue that processes jobs of a table, as Workers lists it.
 type Worker struct {
 	// QueueID is the queue's id (hostname:db:queue:pid:uuid).
-	QueueID string
-	// Started is when the queue began processing; LastSeen its latest heartbeat.
-	Started, LastSeen time.Time
+	QueueID string `json:"queueId"`
+	// Started is when the queue began processing; LastSeen its latest heartbeat (UTC).
+	Started  time.Time `json:"started"`
+	LastSeen time.Time `json:"lastSeen"`
 	// Running is how many jobs it ran at its latest heartbeat, of Concurrency at most.
-	Running, Concurrency int
+	Running     int `json:"running"`
+	Concurrency int `json:"concurrency"`
 }
 
 // Workers lists the queues that process this table's jobs and are alive: those whose
@@ -27,6 +29,7 @@ func (q *Queue) Workers(ctx context.Context) ([]Worker, error) {
 	out := make([]Worker, len(docs))
 	for i, d := range docs {
 		out[i] = Worker(d)
+		out[i].Started, out[i].LastSeen = out[i].Started.UTC(), out[i].LastSeen.UTC()
 	}
 	return out, nil
 }

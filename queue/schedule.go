@@ -11,11 +11,11 @@ import (
 // Schedule is a cron schedule of a queue, as Schedules lists it.
 type Schedule struct {
 	// Name identifies the schedule in its queue; its jobs are named after it.
-	Name string
+	Name string `json:"name"`
 	// Spec is the cron spec as given to Queue.Schedule.
-	Spec string
-	// Next is the next time a job is due to be enqueued.
-	Next time.Time
+	Spec string `json:"spec"`
+	// Next is the next time a job is due to be enqueued (UTC).
+	Next time.Time `json:"next"`
 }
 
 // ErrInvalidSchedule is wrapped by the error of Schedule given an empty name or a spec
@@ -51,7 +51,7 @@ func (q *Queue) Schedules(ctx context.Context) ([]Schedule, error) {
 	}
 	out := make([]Schedule, len(docs))
 	for i, d := range docs {
-		out[i] = Schedule{Name: d.Name, Spec: d.Spec, Next: d.Next}
+		out[i] = Schedule{Name: d.Name, Spec: d.Spec, Next: d.Next.UTC()}
 	}
 	return out, nil
 }

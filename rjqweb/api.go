@@ -128,13 +128,9 @@ func (d *dashboard) job(w http.ResponseWriter, req *http.Request) {
 		httpError(w, err)
 		return
 	}
-	// The page shows the priority by name and the log by run, as rjq show does.
-	_, runs := listing.Runs(jobs[0])
-	writeJSON(w, struct {
-		*job.Job
-		PriorityName string
-		Runs         []*listing.Run
-	}{jobs[0], jobs[0].Priority.String(), runs})
+	// The stored document, with the priority by name, the log by run and the result, as
+	// rjq show --json prints it.
+	writeJSON(w, listing.Shown(jobs[0]))
 }
 
 func (d *dashboard) act(w http.ResponseWriter, req *http.Request) {
@@ -198,23 +194,7 @@ func (d *dashboard) side(w http.ResponseWriter, req *http.Request) {
 		httpError(w, err)
 		return
 	}
-	type limitRow struct {
-		Name       string  `json:"name"`
-		Starts     int     `json:"starts"`
-		PerSeconds float64 `json:"perSeconds"`
-		From       string  `json:"from,omitempty"`
-		To         string  `json:"to,omitempty"`
-		Location   string  `json:"location,omitempty"`
-	}
-	rows := make([]limitRow, 0, len(limits))
-	for name, l := range limits {
-		row := limitRow{Name: name, Starts: l.Starts, PerSeconds: l.Per.Seconds()}
-		if l.Window != nil {
-			row.From, row.To, row.Location = l.Window.From, l.Window.To, l.Window.Location
-		}
-		rows = append(rows, row)
-	}
-	sort.Slice(rows, func(i, k int) bool { return rows[i].Name < rows[k].Name })
+	rows := listing.LimitRows(limits)
 	if workers == nil {
 		workers = []queue.Worker{}
 	}

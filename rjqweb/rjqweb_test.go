@@ -157,7 +157,7 @@ func TestMountedReads(t *testing.T) {
 		{"the summary", request{path: "/jobs/api/summary"}, 200, `"queue":"` + testQueue + `"`},
 		{"the summary says read-only", request{path: "/ro/api/summary"}, 200, `"actions":false`},
 		{"the job list", request{path: "/jobs/api/jobs?status=waiting"}, 200, f.waiting},
-		{"a job", request{path: "/jobs/api/jobs/" + f.waiting}, 200, `"PriorityName":"normal"`},
+		{"a job", request{path: "/jobs/api/jobs/" + f.waiting}, 200, `"priorityName":"normal"`},
 		{"a job id that is none", request{path: "/jobs/api/jobs/nope"}, 400, "not a job id"},
 		{"an unknown status", request{path: "/jobs/api/jobs?status=lost"}, 400, "unknown status"},
 		{"the chart", request{path: "/jobs/api/throughput"}, 200, `"minutes":[`},
@@ -367,4 +367,43 @@ func TestJobFeed(t *testing.T) {
 
 	res2, body := f.do(t, request{path: "/ro/api/jobs/not-an-id/feed"})
 	assert.Equal(t, http.StatusBadRequest, res2.StatusCode, body)
+}
+
+// Every JSON answer of the API is in the one style of the tools (camelCase, RFC 3339 UTC
+// times, milliseconds), the same as rjq --json, with something in each side table and a
+// completed job with a result.
+func TestAPIJSONStyle(t *testing.T) {
+	f := newFixture(t)
+	ctx := queuetest.Context(t, time.Minute)
+	worker, err := queue.New(ctx, &queue.ConnectOptions{Session: f.session, DB: f.db},
+		queuetest.Options(queue.Options{Name: testQueue, MasterInterval: -1, Heartbeat: time.Second}))
+	require.NoError(t, err)
+	t.Cleanup(func() { worker.Stop(context.Background()) })
+	require.NoError(t, worker.Process(func(context.Context, *job.Job) (any, error) {
+		return map[string]any{"At": time.Now()}, nil
+	}))
+	added, err := f.q.AddJob(ctx, f.q.CreateJob(map[string]any{"Upper": 1}))
+	require.NoError(t, err)
+	_, err = f.q.Wait(ctx, added[0].ID)
+	require.NoError(t, err)
+	require.NoError(t, f.q.Schedule(ctx, "nightly", "0 3 * * *", nil, nil))
+	require.NoError(t, f.q.SetLimit(ctx, "mail", queue.Limit{Starts: 10, Per: time.Minute}))
+	require.Eventually(t, func() bool {
+		ws, err := f.q.Workers(ctx)
+		return err == nil && len(ws) == 1
+	}, 30*time.Second, 100*time.Millisecond)
+
+	for _, path := range []string{
+		"/jobs/api/summary", "/jobs/api/queues", "/jobs/api/jobs", "/jobs/api/jobs?status=completed",
+		"/jobs/api/jobs/" + added[0].ID, "/jobs/api/jobs/" + f.waiting, "/jobs/api/side", "/jobs/api/throughput",
+	} {
+		res, body := f.do(t, request{path: path})
+		require.Equal(t, http.StatusOK, res.StatusCode, "%s: %s", path, body)
+		queuetest.CheckJSONStyle(t, path, []byte(body))
+	}
+	_, body := f.do(t, request{path: "/jobs/api/side"})
+	assert.Contains(t, body, `"queueId":"`+worker.ID()+`"`)
+	assert.Contains(t, body, `"perMs":60000`)
+	_, body = f.do(t, request{path: "/jobs/api/jobs/" + added[0].ID})
+	assert.Contains(t, body, `"result":{"At":"`)
 }

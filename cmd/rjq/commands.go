@@ -138,7 +138,7 @@ func printList(out io.Writer, asJSON bool, again string, p listing.ChronoPage) e
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ID\tNAME\tSTATUS\tPRIORITY\tPROGRESS\tCREATED")
 	for _, j := range p.Jobs {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%.0f%%\t%s\n", j.ID, j.Name, j.Status, job.Priority(j.Priority), j.Progress, j.DateCreated.Format(time.RFC3339))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%.0f%%\t%s\n", j.ID, j.Name, j.Status, job.Priority(j.Priority), j.Progress, listing.Time(j.DateCreated))
 	}
 	switch {
 	case strings.HasPrefix(p.Older, "--after "):
@@ -277,7 +277,7 @@ func cmdWatch(ctx context.Context, c config, args []string, out io.Writer) error
 			_ = enc.Encode(map[string]any{"time": time.Now(), "type": e.Type, "job": e.JobID, "queue": e.QueueID, "progress": e.Progress})
 			continue
 		}
-		fmt.Fprintf(out, "%s %-10s %s %s\n", time.Now().Format(time.TimeOnly), e.Type, e.JobID, strings.TrimSpace(progressText(e)))
+		fmt.Fprintf(out, "%s %-10s %s %s\n", listing.Time(time.Now()), e.Type, e.JobID, strings.TrimSpace(progressText(e)))
 	}
 	return nil
 }
@@ -336,8 +336,12 @@ func cmdQueues(ctx context.Context, c config, args []string, out io.Writer) erro
 		if q.Paused {
 			paused = "paused"
 		}
+		oldest := "–" // nothing waits
+		if q.OldestWaitingSeconds > 0 {
+			oldest = (time.Duration(q.OldestWaitingSeconds) * time.Second).String()
+		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", q.Name, n(job.Waiting), n(job.Active), n(job.Failed),
-			n(job.Completed), n(job.Cancelled), n(job.Terminated), (time.Duration(q.OldestWaitingSeconds) * time.Second).String(), paused, q.Workers)
+			n(job.Completed), n(job.Cancelled), n(job.Terminated), oldest, paused, q.Workers)
 	}
 	return w.Flush()
 }

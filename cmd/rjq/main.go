@@ -86,10 +86,17 @@ const usage = `usage: rjq [--addr host:port] [--db name] [--queue name] [--json]
 
 commands:
   summary                  job counts by status
-  list [--status s] [--name n] [--limit n] [--after id]
-                           jobs in id order, a page at a time (--after: the last id shown)
+  list [--status s] [--name n] [--limit n] [--cursor c [--newer]]
+       [--field path --value v] [--text t]
+                           with --status: that status's jobs in its time order (finished
+                           ones newest first, waiting ones in the order workers take
+                           them), a page at a time, through its index; --field/--value
+                           search the payload, --text the log messages and errors.
+                           Without --status: every job in id order (--after id: the page
+                           after it), the one order every table size can afford
   show ID...               jobs with their logs, grouped by run: who ran each attempt
-                           (host, pid), when, for how long, the outcome, error and stack
+                           (host, pid), when, for how long, the outcome, error and stack,
+                           and a completed job's result
   add [--data JSON] [--name n] [--priority p] [--delay d] [--timeout d] [--retry-max n] [--unique key]
                            add one job
   cancel ID... [--reason r]

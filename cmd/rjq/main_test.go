@@ -230,8 +230,8 @@ func TestCommandsOnAQueueWrittenByNode(t *testing.T) {
 	var shown []map[string]any
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &shown))
 	require.Len(t, shown, 1)
-	assert.Equal(t, "waiting", shown[0]["Status"])
-	assert.Equal(t, "node-job", shown[0]["Name"])
-	assert.Contains(t, []any{"hello", "world"}, shown[0]["Data"])
-	assert.Equal(t, map[string]any{"from": "node"}, shown[0]["Fields"])
+	assert.Equal(t, "waiting", shown[0]["status"])
+	assert.Equal(t, "node-job", shown[0]["name"])
+	assert.Contains(t, []any{"hello", "world"}, shown[0]["data"])
+	assert.Equal(t, "node", shown[0]["from"], "the document's own fields, as stored")
 }

@@ -13,13 +13,6 @@ import (
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
-// shown is a job as `show --json` prints it: the job's own fields (as before) and its
-// runs.
-type shown struct {
-	*job.Job
-	Runs []*listing.Run
-}
-
 func cmdShow(ctx context.Context, c config, args []string, out io.Writer) error {
 	list, err := ids("show", args)
 	if err != nil {
@@ -35,10 +28,9 @@ func cmdShow(ctx context.Context, c config, args []string, out io.Writer) error 
 		return notFound(err)
 	}
 	if c.json {
-		all := make([]shown, len(jobs))
+		all := make([]map[string]any, len(jobs))
 		for i, j := range jobs {
-			_, runs := listing.Runs(j)
-			all[i] = shown{j, runs}
+			all[i] = listing.Shown(j)
 		}
 		return json.NewEncoder(out).Encode(all)
 	}
@@ -57,11 +49,27 @@ func cmdShow(ctx context.Context, c config, args []string, out io.Writer) error 
 // heading that says who ran it, when, for how long, how it ended and why.
 func printJob(out io.Writer, j *job.Job) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "id\t%s\nname\t%s\nstatus\t%s\npriority\t%s\nprogress\t%.0f%%\nretries\t%d of %d\nruns\t%d\ncreated\t%s\nenabled\t%s\nqueue\t%s\n",
+	fmt.Fprintf(w, "id\t%s\nname\t%s\nstatus\t%s\npriority\t%s\nprogress\t%.0f%%\nretries\t%d of %d\nruns\t%d\ncreated\t%s\nenabled\t%s\n",
 		j.ID, j.Name, j.Status, j.Priority, j.Progress, j.RetryCount, j.RetryMax, j.ProcessCount,
-		j.DateCreated.Format(time.RFC3339), j.DateEnable.Format(time.RFC3339), j.QueueID)
+		listing.Time(j.DateCreated), listing.Time(j.DateEnable))
+	if !j.DateStarted.IsZero() {
+		fmt.Fprintf(w, "started\t%s\n", listing.Time(j.DateStarted))
+	}
+	if !j.DateFinished.IsZero() {
+		fmt.Fprintf(w, "finished\t%s\n", listing.Time(j.DateFinished))
+	}
+	fmt.Fprintf(w, "queue\t%s\n", j.QueueID)
 	data, _ := json.Marshal(j.Data)
 	fmt.Fprintf(w, "data\t%s\n", data)
+	if j.Status == job.Completed {
+		var result any
+		if err := j.Result(&result); err != nil {
+			fmt.Fprintf(w, "result\t(%v)\n", err)
+		} else {
+			b, _ := json.Marshal(result)
+			fmt.Fprintf(w, "result\t%s\n", b)
+		}
+	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
@@ -70,6 +78,9 @@ func printJob(out io.Writer, j *job.Job) error {
 	printEntries(out, before, nil)
 	for _, u := range runs {
 		fmt.Fprintf(out, "attempt %d: %s\n", u.Attempt, heading(u))
+		if u.Reason != "" {
+			fmt.Fprintf(out, "  why: %s\n", u.Reason)
+		}
 		if u.ErrorMessage != "" {
 			fmt.Fprintf(out, "  error: %s\n", u.ErrorMessage)
 		}
@@ -93,7 +104,7 @@ func heading(u *listing.Run) string {
 		}
 	}
 	if u.Started != nil {
-		fmt.Fprintf(&b, ", started %s", u.Started.Format(time.RFC3339))
+		fmt.Fprintf(&b, ", started %s", listing.Time(*u.Started))
 	}
 	if u.DurationMs > 0 {
 		d := time.Duration(u.DurationMs * float64(time.Millisecond))
@@ -107,18 +118,19 @@ func heading(u *listing.Run) string {
 func printEntries(out io.Writer, entries []job.LogEntry, u *listing.Run) {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	for _, e := range entries {
-		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", e.Date.Format(time.RFC3339), e.Type, e.Status, e.Message)
-		ownErr := u != nil && u.Ended != nil && e.Date.Equal(*u.Ended) && e.ErrorMessage == u.ErrorMessage && e.ErrorStack == u.ErrorStack
-		if ownErr || (e.ErrorMessage == "" && e.ErrorStack == "") {
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", listing.Time(e.Date), e.Type, e.Status, e.Message)
+		stack := listing.Stack(e.ErrorStack)
+		ownErr := u != nil && u.Ended != nil && e.Date.Equal(*u.Ended) && e.ErrorMessage == u.ErrorMessage && stack == u.ErrorStack
+		if ownErr || (e.ErrorMessage == "" && stack == "") {
 			continue
 		}
 		_ = w.Flush()
 		if e.ErrorMessage != "" {
 			fmt.Fprintf(out, "    error: %s\n", e.ErrorMessage)
 		}
-		if e.ErrorStack != "" {
+		if stack != "" {
 			fmt.Fprintln(out, "    stack:")
-			printIndented(out, "      ", e.ErrorStack)
+			printIndented(out, "      ", stack)
 		}
 	}
 	_ = w.Flush()

@@ -1,27 +1,19 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"text/tabwriter"
 	"time"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/listing"
+	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
 
 // The commands that show what the queue's side tables hold: live workers, schedules and
 // limits. Each reads through the library, as a worker would.
-
-// workerRow is a worker as `workers --json` prints it.
-type workerRow struct {
-	QueueID     string    `json:"queueId"`
-	Started     time.Time `json:"started"`
-	LastSeen    time.Time `json:"lastSeen"`
-	Running     int       `json:"running"`
-	Concurrency int       `json:"concurrency"`
-}
 
 func cmdWorkers(ctx context.Context, c config, args []string, out io.Writer) error {
 	q, done, err := c.openNoArgs(ctx, "workers", args, false)
@@ -33,32 +25,24 @@ func cmdWorkers(ctx context.Context, c config, args []string, out io.Writer) err
 	if err != nil {
 		return err
 	}
-	rows := make([]workerRow, len(ws))
-	for i, w := range ws {
-		rows[i] = workerRow{w.QueueID, w.Started, w.LastSeen, w.Running, w.Concurrency}
-	}
 	if c.json {
-		return json.NewEncoder(out).Encode(rows)
+		if ws == nil {
+			ws = []queue.Worker{} // none is [], not null
+		}
+		return json.NewEncoder(out).Encode(ws)
 	}
-	if len(rows) == 0 {
+	if len(ws) == 0 {
 		fmt.Fprintln(out, "no live Go workers (Node.js workers and Go workers with Heartbeat -1 do not register)")
 		return nil
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "QUEUE ID\tRUNNING\tSTARTED\tLAST SEEN")
 	now := time.Now()
-	for _, r := range rows {
+	for _, r := range ws {
 		fmt.Fprintf(w, "%s\t%d/%d\t%s\t%s ago\n", r.QueueID, r.Running, r.Concurrency,
-			r.Started.Local().Format(time.DateTime), now.Sub(r.LastSeen).Round(time.Second))
+			listing.Time(r.Started), now.Sub(r.LastSeen).Round(time.Second))
 	}
 	return w.Flush()
-}
-
-// scheduleRow is a schedule as `schedules --json` prints it.
-type scheduleRow struct {
-	Name string    `json:"name"`
-	Spec string    `json:"spec"`
-	Next time.Time `json:"next"`
 }
 
 func cmdSchedules(ctx context.Context, c config, args []string, out io.Writer) error {
@@ -71,33 +55,22 @@ func cmdSchedules(ctx context.Context, c config, args []string, out io.Writer) e
 	if err != nil {
 		return err
 	}
-	rows := make([]scheduleRow, len(ss))
-	for i, s := range ss {
-		rows[i] = scheduleRow{s.Name, s.Spec, s.Next}
-	}
 	if c.json {
-		return json.NewEncoder(out).Encode(rows)
+		if ss == nil {
+			ss = []queue.Schedule{}
+		}
+		return json.NewEncoder(out).Encode(ss)
 	}
-	if len(rows) == 0 {
+	if len(ss) == 0 {
 		fmt.Fprintln(out, "no schedules")
 		return nil
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NAME\tSPEC\tNEXT RUN")
-	for _, r := range rows {
-		fmt.Fprintf(w, "%s\t%s\t%s\n", r.Name, r.Spec, r.Next.Local().Format(time.DateTime))
+	for _, r := range ss {
+		fmt.Fprintf(w, "%s\t%s\t%s\n", r.Name, r.Spec, listing.Time(r.Next))
 	}
 	return w.Flush()
-}
-
-// limitRow is a limit as `limits --json` prints it.
-type limitRow struct {
-	Name     string `json:"name"`
-	Starts   int    `json:"starts,omitempty"`
-	Per      string `json:"per,omitempty"`
-	From     string `json:"from,omitempty"`
-	To       string `json:"to,omitempty"`
-	Location string `json:"location,omitempty"`
 }
 
 func cmdLimits(ctx context.Context, c config, args []string, out io.Writer) error {
@@ -110,18 +83,7 @@ func cmdLimits(ctx context.Context, c config, args []string, out io.Writer) erro
 	if err != nil {
 		return err
 	}
-	rows := make([]limitRow, 0, len(ls))
-	for name, l := range ls {
-		row := limitRow{Name: name, Starts: l.Starts}
-		if l.Starts > 0 {
-			row.Per = l.Per.String()
-		}
-		if l.Window != nil {
-			row.From, row.To, row.Location = l.Window.From, l.Window.To, l.Window.Location
-		}
-		rows = append(rows, row)
-	}
-	slices.SortFunc(rows, func(a, b limitRow) int { return cmp.Compare(a.Name, b.Name) })
+	rows := listing.LimitRows(ls)
 	if c.json {
 		return json.NewEncoder(out).Encode(rows)
 	}
@@ -134,7 +96,7 @@ func cmdLimits(ctx context.Context, c config, args []string, out io.Writer) erro
 	for _, r := range rows {
 		rate, window := "-", "-"
 		if r.Starts > 0 {
-			rate = fmt.Sprintf("%d per %s", r.Starts, r.Per)
+			rate = fmt.Sprintf("%d per %s", r.Starts, time.Duration(r.PerMs)*time.Millisecond)
 		}
 		if r.From != "" {
 			window = fmt.Sprintf("%s–%s %s", r.From, r.To, r.Location)

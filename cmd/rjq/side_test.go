@@ -30,7 +30,7 @@ func TestWorkersSchedulesAndLimits(t *testing.T) {
 	require.NoError(t, q.Process(func(context.Context, *job.Job) (any, error) { return nil, nil }))
 	require.NoError(t, q.Schedule(ctx, "nightly", "0 3 * * *", nil, nil))
 	require.NoError(t, q.SetLimit(ctx, "mail", queue.Limit{Starts: 10, Per: time.Minute}))
-	var workers []workerRow
+	var workers []queue.Worker
 	require.Eventually(t, func() bool {
 		res := rjq(t, bin, append(base, "--json", "workers")...)
 		return res.code == 0 && json.Unmarshal([]byte(res.stdout), &workers) == nil && len(workers) == 1
@@ -40,7 +40,7 @@ func TestWorkersSchedulesAndLimits(t *testing.T) {
 
 	res := rjq(t, bin, append(base, "schedules", "--json")...)
 	require.Equal(t, 0, res.code, res.stderr)
-	var schedules []scheduleRow
+	var schedules []queue.Schedule
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &schedules))
 	require.Len(t, schedules, 1)
 	assert.Equal(t, "nightly", schedules[0].Name)

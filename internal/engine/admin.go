@@ -34,19 +34,19 @@ func (q *Queue) cancel(ctx context.Context, reason string, ids []string) ([]stri
 	if len(missing) > 0 {
 		return nil, missingError(missing)
 	}
-	return ids, q.cancelled(ctx, ids, counts)
+	return ids, q.cancelled(ctx, ids, counts, reason)
 }
 
 // cancelled follows the cancel of jobs: the handlers here of the runs it ended (by their
 // processCount, see rdb.Table.Cancel) are cancelled, their events raised, and they are
 // removed when finished jobs go at once.
-func (q *Queue) cancelled(ctx context.Context, ids []string, counts map[string]int) error {
+func (q *Queue) cancelled(ctx context.Context, ids []string, counts map[string]int, reason string) error {
 	p := q.processor()
 	for _, id := range ids {
 		if p != nil {
 			p.Disown(id, counts[id], job.ErrCancelled)
 		}
-		q.emit(Event{Type: EventCancelled, JobID: id})
+		q.emit(Event{Type: EventCancelled, JobID: id, Reason: reason})
 	}
 	if q.cfg.RemovesImmediately() {
 		return q.delete(ctx, ids)

@@ -10,6 +10,7 @@ type Event struct {
 	Global      bool
 	IsRepeating bool
 	Progress    float64
+	Reason      string
 	Err         error
 	Count       int
 	Review      *ReviewResult

@@ -118,7 +118,7 @@ func (q *Queue) onChange(c changefeed.Change) {
 			q.emitFrom("", Event{Type: EventRemoved, JobID: act.JobID})
 		}
 	default:
-		q.emitFrom(act.QueueID, Event{Type: string(act.Kind), JobID: act.JobID, Progress: act.Progress, IsRepeating: act.IsRepeating})
+		q.emitFrom(act.QueueID, Event{Type: string(act.Kind), JobID: act.JobID, Progress: act.Progress, IsRepeating: act.IsRepeating, Reason: act.Reason})
 	}
 	if p := q.processor(); p != nil && act.JobID != "" {
 		// Another queue cancelled, removed or failed (in a review) a job running here, or

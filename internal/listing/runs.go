@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -31,10 +32,15 @@ type Run struct {
 	// Outcome is the status the run left the job in (completed, failed, terminated,
 	// cancelled, or waiting when repeated or passed back), "running" while it goes on, or
 	// "unknown" when the job moved on without an entry that says how.
-	Outcome      string `json:"outcome"`
-	Message      string `json:"message,omitempty"`
+	Outcome string `json:"outcome"`
+	Message string `json:"message,omitempty"`
+	// Reason says why the run ended when its entry alone does not: a run that a Queue
+	// Master's review failed because its worker stopped answering.
+	Reason       string `json:"reason,omitempty"`
 	ErrorMessage string `json:"errorMessage,omitempty"`
-	ErrorStack   string `json:"errorStack,omitempty"`
+	// ErrorStack is empty when the error had none (the log's "The error has no stack
+	// detail" placeholder is left out).
+	ErrorStack string `json:"errorStack,omitempty"`
 	// Entries are the run's log entries.
 	Entries []job.LogEntry `json:"-"`
 }
@@ -96,6 +102,26 @@ func Runs(j *job.Job) (before []job.LogEntry, runs []*Run) {
 	return before, runs
 }
 
+// OrphanReason is a run's Reason when a Queue Master's review failed it.
+const OrphanReason = "its worker stopped answering (no heartbeat or progress until its lease ended): a Queue Master's review failed the run"
+
+// Stack is an error stack as shown: empty for the placeholder the original writes when
+// an error has none.
+func Stack(s string) string {
+	if s == job.MessageNoErrorStack {
+		return ""
+	}
+	return s
+}
+
+// Time is how the tools print a time: RFC 3339 in UTC, to the millisecond as stored.
+func Time(t time.Time) string {
+	if t.IsZero() {
+		return "–"
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
 // isRunEnd tells an entry that ends a run: one that records how long it took, or an
 // error's details. Entries such as "added" or "reanimated" end none.
 func isRunEnd(e job.LogEntry) bool {
@@ -118,7 +144,10 @@ func (u *Run) end(e job.LogEntry) {
 	}
 	u.Outcome = string(e.Status)
 	u.Message = e.Message
-	u.ErrorMessage, u.ErrorStack = e.ErrorMessage, e.ErrorStack
+	u.ErrorMessage, u.ErrorStack = e.ErrorMessage, Stack(e.ErrorStack)
+	if e.Message == rdb.MessageOrphan {
+		u.Reason = OrphanReason
+	}
 	switch {
 	case e.Duration > 0:
 		u.DurationMs = float64(e.Duration) / float64(time.Millisecond)

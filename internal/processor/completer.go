@@ -188,7 +188,7 @@ func (c *completer) written(ctx context.Context, outs []*outcome, done []string)
 		if p.cfg.Hooks.RunEnded != nil {
 			p.cfg.Hooks.RunEnded(o.rn.claimed, o.write.Status, o.write.DateFinished)
 		}
-		p.emit(Event{Type: o.event, JobID: id, IsRepeating: o.repeating, Err: o.err})
+		p.emit(Event{Type: o.event, JobID: id, IsRepeating: o.repeating, Err: o.err, Reason: o.reason})
 		if o.terminated != nil {
 			c.terminatedHook(o.terminated, o.err)
 		}

@@ -25,6 +25,7 @@ type outcome struct {
 	// event is raised once the write lands, with err, the handler's error of a failed run.
 	event     string
 	err       error
+	reason    string // a cancel's, for its event
 	repeating bool
 	// terminated is the job as it ended, for the Terminated hook, when it ended terminated.
 	terminated *job.Job
@@ -99,10 +100,12 @@ func (e *executor) failed(rn *run, err error) *outcome {
 	data := map[string]any{"name": ErrorName(err), "message": message}
 	entry := rdb.NewLog(&claimed, p.cfg.QueueID, data, job.MessageFailed, t.LogType, t.Status).
 		WithDuration(runTime(rn.claimed, at)).WithError(message, stack)
-	p.cfg.Log.InfoContext(rn.ctx, "job failed", "job", rn.claimed.ID, "err", message, "status", t.Status)
 	event := EventTerminated
 	if t.Retry || t.Repeating {
 		event = EventFailed
+		p.cfg.Log.WarnContext(rn.ctx, "job failed; it will run again", "job", rn.claimed.ID, "err", message, "status", t.Status, "retryCount", t.RetryCount)
+	} else {
+		p.cfg.Log.ErrorContext(rn.ctx, "job terminated: it failed and will not run again", "job", rn.claimed.ID, "err", message, "retryCount", t.RetryCount)
 	}
 	o := e.transition(rn, t, entry, at, event)
 	o.err = err
@@ -157,6 +160,7 @@ func (e *executor) cancelled(rn *run, reason string) *outcome {
 			LogLen: len(rn.claimed.Log),
 		},
 		event:    EventCancelled,
+		reason:   reason,
 		finished: true,
 	}
 }

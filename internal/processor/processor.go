@@ -34,6 +34,8 @@ type Event struct {
 	JobID       string
 	Err         error
 	IsRepeating bool
+	// Reason is a cancel's reason, on cancelled events.
+	Reason string
 }
 
 // The event types the processor raises.

@@ -1,0 +1,36 @@
+package listing
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/rjqgo/rethinkdb-job-queue/queue"
+)
+
+// LimitRow is a job name's limit as the tools print it in JSON (rjq limits --json, the
+// dashboard's side tables): the period in milliseconds, as durations are stored.
+type LimitRow struct {
+	Name     string  `json:"name"`
+	Starts   int     `json:"starts,omitempty"`
+	PerMs    float64 `json:"perMs,omitempty"`
+	From     string  `json:"from,omitempty"`
+	To       string  `json:"to,omitempty"`
+	Location string  `json:"location,omitempty"`
+}
+
+// LimitRows are the limits by job name, sorted by name.
+func LimitRows(limits map[string]queue.Limit) []LimitRow {
+	rows := make([]LimitRow, 0, len(limits))
+	for name, l := range limits {
+		row := LimitRow{Name: name, Starts: l.Starts}
+		if l.Starts > 0 {
+			row.PerMs = float64(l.Per.Milliseconds())
+		}
+		if l.Window != nil {
+			row.From, row.To, row.Location = l.Window.From, l.Window.To, l.Window.Location
+		}
+		rows = append(rows, row)
+	}
+	slices.SortFunc(rows, func(a, b LimitRow) int { return cmp.Compare(a.Name, b.Name) })
+	return rows
+}
