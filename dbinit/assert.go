@@ -16,7 +16,7 @@ import (
 )
 
 // The five secondary indexes of a queue's table, by the names the Node.js library uses
-// (their functions: internal/rdb, the library's storage layer).
+// (their functions are the library's storage layer's).
 const (
 	IndexActiveDateEnable            = rdb.IndexActiveDateEnable
 	IndexInactivePriorityDateCreated = rdb.IndexInactivePriorityDateCreated

@@ -23,34 +23,49 @@
 // Differences from the Node.js library: a job's payload is always the "data" field (Node.js
 // spreads an object payload over the top level; read such jobs' fields from Fields), an
 // empty name is refused by SetName, and creation times are made distinct to the
-// millisecond within a process, which keeps the claim query fast (see clock.go). The job
-// document's mapping, and every query, lives in the library's storage layer
-// (internal/rdb), but for a log entry's (LogEntry.Document, LogEntryFromDocument), which
-// needs what an entry carries beyond its fields. This package imports neither the driver
-// nor any internal package of the library.
+// millisecond within a process, which keeps the claim query fast (see clock.go).
 //
-// # Beyond the contract
+// # Payloads
 //
-// Besides the names of the API contract and the additions (unique keys, backoff,
-// results), the package exports a few things users need:
+// A job's payload (Data), a handler's result and a log entry's data are stored by
+// encoding/json's rules: a struct as an object keyed by its json names (the `json` tag,
+// with `-`, omitempty, omitzero and `,string`; embedded structs promoted; json.Marshaler
+// and encoding.TextMarshaler called), so that a Node.js worker, rjq list --field and the
+// dashboard see the names your tags say. A `rethinkdb` (or `gorethink`) tag, where a field
+// has one, wins, so structs written for rethinkdb-go keep their names. Two types stay
+// RethinkDB's own: a time.Time is stored as a time (a Date in Node.js), the zero time as
+// null (left out under omitempty or omitzero), and a []byte as binary. DataAs, Result and
+// queue.HandlerFor decode by the same names; a document stored by Go field name (before
+// v0.3) still decodes. What a document cannot hold exactly is refused when the job is
+// added, with the field's path: NaN, infinities, integers beyond ±2^53, invalid UTF-8,
+// times outside the years 1678 to 2261, funcs and channels (see CheckValue). A handler
+// result that cannot be stored completes its job without it, and Result says why
+// (ErrResultNotStored).
 //
-//   - New, to build a job away from a queue (a producer that batches jobs); AddJob
-//     attaches it.
-//   - Store and Job.Attach, the typed seam through which a queue saves the jobs it hands
-//     out and decodes their payloads and results; a Store of your own (a fake in tests)
-//     serves code that calls Update, AddLog, UpdateProgress, DataAs or Result.
+// # Options and their defaults
+//
+// Every zero field of Options means the original library's default (DefaultOptions), in
+// New, in a queue's JobOptions and in a schedule's options alike; NoRetries says "no
+// retries". The setters (SetRetryMax, SetRetryDelay, …) take exact values.
+//
+// # For storage layers and tools
+//
+// A few exported names serve the code that reads and writes the table (the queue's own
+// storage, tools that write a queue's table directly, a fake in tests); application code
+// does not need them:
+//
+//   - Job.Document and FromDocument: a job as the Node.js library stores it, and back;
 //   - LogEntry.Document, LogEntryFromDocument and LogEntry's WithDuration, WithError and
-//     WithoutData: a log entry's stored form, for the storage layer. They live here
-//     because an entry read from the database keeps, hidden, which optional fields it had
-//     and the fields of other writers, so that it is written back as it was.
-//   - Validate (on Job and Options) and WithDefaults, to check input before it reaches a
-//     queue; AddJob and SetJobOptions call them.
-//   - CheckValue, to check early that a payload can be stored; AddJob checks it too.
-//   - ValidID and UniqueID, to check an id before GetJob and to find a unique key's job.
-//   - Backoff.Delay, to see what a retry policy waits.
-//   - Priority.Valid, Status.Valid and Status.Finished, for code that reads jobs.
-//   - The Message constants, the log messages the original library writes, for code that
-//     reads a job's log; StateDocumentID, for tools that read a queue's table directly.
-//   - The default option values (DefaultTimeout and the others DefaultOptions returns) and
-//     the error values, for errors.Is.
+//     WithoutData: a log entry's stored form (an entry read from the database keeps,
+//     hidden, which optional fields it had and the fields of other writers, so that it is
+//     written back as it was);
+//   - Store and Job.Attach: how a queue saves the jobs it hands out (Update, AddLog,
+//     UpdateProgress); a Store of your own serves a fake in tests;
+//   - StateDocumentID and the Message constants (the log messages both libraries write)
+//     and ResultNotStoredPrefix, for code that reads a table or a job's log.
+//
+// Everything else exported is for applications: New and the setters, Validate (on Job and
+// Options) and WithDefaults, CheckValue, ValidID and UniqueID, Backoff.Delay,
+// Priority.Valid, Status.Valid and Status.Finished, the default option values and the
+// error values (for errors.Is).
 package job

@@ -8,7 +8,7 @@
 //     claiming again, so delayed jobs are not forgotten on a quiet queue.
 //
 // Every step is a guarded update or an index range delete, so several masters reviewing
-// one table at once do no harm. The queries are the storage layer's (internal/rdb); this
+// one table at once do no harm. The queries are the library's storage layer's; this
 // package composes them, and package queue decides when.
 //
 // A Queue Master runs Review on its interval (Services) by itself, and Queue.Review runs it

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/engine"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -39,7 +40,7 @@ func (q *Queue) CreateJob(data any) *job.Job {
 // jobs) can leave that removal undone; the error then says how many jobs may have been
 // added.
 func (q *Queue) AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error) {
-	return q.e.AddJob(ctx, jobs...)
+	return public(q.e.AddJob(ctx, jobs...))
 }
 
 // Adder is what code that only adds jobs needs of a queue: a web handler, a producer, a
@@ -53,3 +54,8 @@ type Adder interface {
 }
 
 var _ Adder = (*Queue)(nil)
+
+// CheckJobs checks jobs as AddJob does before it writes anything: at least one job, none
+// nil, each valid (job.Validate), no id twice. A producer that builds batches away from a
+// queue can check them early; rjqtest.Adder checks with it.
+func CheckJobs(jobs ...*job.Job) error { return publicErr(engine.CheckNewJobs(jobs)) }

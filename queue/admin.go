@@ -3,12 +3,10 @@ package queue
 import (
 	"context"
 	"time"
-
-	"github.com/rjqgo/rethinkdb-job-queue/internal/engine"
 )
 
 // DefaultCancelReason is the log message of a cancel given no reason.
-const DefaultCancelReason = engine.DefaultCancelReason
+const DefaultCancelReason = "Job cancelled"
 
 // CancelJob cancels the jobs with the given ids: status cancelled, dateFinished now, and a
 // log entry whose message is reason (DefaultCancelReason when empty). When the queue
@@ -16,7 +14,7 @@ const DefaultCancelReason = engine.DefaultCancelReason
 // when one is not, nothing changes and the error wraps job.ErrNotFound. It returns the
 // cancelled ids.
 func (q *Queue) CancelJob(ctx context.Context, reason string, ids ...string) ([]string, error) {
-	return q.e.CancelJob(ctx, reason, ids...)
+	return public(q.e.CancelJob(ctx, reason, ids...))
 }
 
 // ReanimateJob puts the jobs with the given ids back in the queue, whatever their status:
@@ -24,12 +22,12 @@ func (q *Queue) CancelJob(ctx context.Context, reason string, ids ...string) ([]
 // log entry "Job has been reanimated". Every id must be in the queue: when one is not,
 // nothing changes and the error wraps job.ErrNotFound. It returns the reanimated ids.
 func (q *Queue) ReanimateJob(ctx context.Context, dateEnable time.Time, ids ...string) ([]string, error) {
-	return q.e.ReanimateJob(ctx, dateEnable, ids...)
+	return public(q.e.ReanimateJob(ctx, dateEnable, ids...))
 }
 
 // RemoveJob deletes the jobs with the given ids from the queue. Every id must be in the
 // queue: when one is not, nothing is deleted and the error wraps job.ErrNotFound. It
 // returns the removed ids.
 func (q *Queue) RemoveJob(ctx context.Context, ids ...string) ([]string, error) {
-	return q.e.RemoveJob(ctx, ids...)
+	return public(q.e.RemoveJob(ctx, ids...))
 }

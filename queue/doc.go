@@ -22,7 +22,7 @@
 // # Processing
 //
 // Process runs a Handler on the queue's jobs, up to Concurrency at once, until Stop, in
-// three parts (internal/processor): a producer claims due jobs for the free slots, an
+// three parts: a producer claims due jobs for the free slots, an
 // executor runs each with its context and timeout, and a completer writes the outcomes.
 // Claims and outcome writes go to the server at the same time, each in batches: one
 // update claims every job a round takes, as a compare-and-set per job (it is still as it

@@ -108,7 +108,7 @@ func (o outlet) Publish(e engine.Event) {
 		review = &r
 	}
 	o.b.Publish(Event{Type: EventType(e.Type), QueueID: e.QueueID, JobID: e.JobID, Local: e.Local,
-		Global: e.Global, IsRepeating: e.IsRepeating, Progress: e.Progress, Reason: e.Reason, Err: e.Err,
+		Global: e.Global, IsRepeating: e.IsRepeating, Progress: e.Progress, Reason: e.Reason, Err: publicErr(e.Err),
 		Count: e.Count, Review: review})
 }
 

@@ -10,5 +10,5 @@ import (
 // some ids are not in the queue it returns the jobs it found and an error wrapping
 // job.ErrNotFound that names the missing ids.
 func (q *Queue) GetJob(ctx context.Context, ids ...string) ([]*job.Job, error) {
-	return q.e.GetJob(ctx, ids...)
+	return public(q.e.GetJob(ctx, ids...))
 }

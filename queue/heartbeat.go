@@ -24,7 +24,7 @@ type Worker struct {
 func (q *Queue) Workers(ctx context.Context) ([]Worker, error) {
 	docs, err := q.e.Workers(ctx)
 	if err != nil {
-		return nil, err
+		return nil, publicErr(err)
 	}
 	out := make([]Worker, len(docs))
 	for i, d := range docs {

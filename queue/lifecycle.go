@@ -7,7 +7,7 @@ import (
 // Reset deletes every job of the queue and keeps the table, its indexes and the State
 // Document. It returns how many jobs it deleted.
 func (q *Queue) Reset(ctx context.Context) (int, error) {
-	return q.e.Reset(ctx)
+	return public(q.e.Reset(ctx))
 }
 
 // Stop shuts the queue down: it takes no new calls and claims no more jobs, waits for the
@@ -25,7 +25,7 @@ func (q *Queue) Reset(ctx context.Context) (int, error) {
 // claims at once, returns nil, and finishes the shutdown in the background, once the
 // handler has returned and its outcome is written.
 func (q *Queue) Stop(ctx context.Context) error {
-	return q.e.Stop(ctx)
+	return publicErr(q.e.Stop(ctx))
 }
 
 // Drop stops the queue like Stop and then deletes its table with every job in it. Stop
@@ -35,5 +35,5 @@ func (q *Queue) Stop(ctx context.Context) error {
 // Called from a handler with its own ctx, Drop returns at once and drops the table in the
 // background once the handler has returned (see Stop).
 func (q *Queue) Drop(ctx context.Context) error {
-	return q.e.Drop(ctx)
+	return publicErr(q.e.Drop(ctx))
 }

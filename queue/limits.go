@@ -33,18 +33,18 @@ type Window struct {
 
 // ErrInvalidLimit is wrapped by the error of SetLimit given an empty name, a negative or
 // half-given rate, or a window that does not parse.
-var ErrInvalidLimit = engine.ErrInvalidLimit
+var ErrInvalidLimit = invalid("queue: invalid limit")
 
 // SetLimit sets (or replaces) the limit of the jobs named name; a new rate limit starts
 // with a full bucket. Processing queues of other processes apply it within five seconds.
 func (q *Queue) SetLimit(ctx context.Context, name string, l Limit) error {
-	return q.e.SetLimit(ctx, name, engine.Limit{Starts: l.Starts, Per: l.Per, Window: (*engine.Window)(l.Window)})
+	return publicErr(q.e.SetLimit(ctx, name, engine.Limit{Starts: l.Starts, Per: l.Per, Window: (*engine.Window)(l.Window)}))
 }
 
 // RemoveLimit removes the limit of the jobs named name. It returns an error wrapping
 // job.ErrNotFound when there is none.
 func (q *Queue) RemoveLimit(ctx context.Context, name string) error {
-	return q.e.RemoveLimit(ctx, name)
+	return publicErr(q.e.RemoveLimit(ctx, name))
 }
 
 // Limits returns the limits of the queue's table, by job name. A stored limit that cannot
@@ -52,7 +52,7 @@ func (q *Queue) RemoveLimit(ctx context.Context, name string) error {
 func (q *Queue) Limits(ctx context.Context) (map[string]Limit, error) {
 	limits, err := q.e.Limits(ctx)
 	if err != nil {
-		return nil, err
+		return nil, publicErr(err)
 	}
 	out := make(map[string]Limit, len(limits))
 	for name, l := range limits {

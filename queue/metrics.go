@@ -7,7 +7,7 @@ import (
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
-// Metrics receives the measurements of a queue's processor (Options.Metrics), for a
+// Metrics receives the measurements of a queue's processing (Options.Metrics), for a
 // metrics system: how many jobs it claims and how each run ends. The queue calls it from
 // its processing loop, so its methods must be safe for concurrent use (several queues may
 // share one) and return quickly. Queue depth is not pushed: read it with Summary when the

@@ -17,7 +17,7 @@ import (
 
 // ConnectOptions say which RethinkDB server and database a queue uses. The zero value
 // means localhost:28015, database rjqJobQueue, user admin with no password. Name the
-// server with Address ("db.internal:28015"), or Host and Port, or Addresses for several
+// server with Address ("db1:28015"), or Host and Port, or Addresses for several
 // servers of a cluster; ParseURL reads all of it from one URL (a RETHINKDB_URL setting).
 type ConnectOptions struct {
 	// Address is the server's "host:port" (the port may be left out: 28015). Set it or
@@ -110,7 +110,7 @@ type Options struct {
 	// EventBuffer is how many events each Events channel holds for a reader that is
 	// behind (default 256); events that find it full are dropped, counted and logged.
 	EventBuffer int
-	// Metrics, when set, receives what this queue's processor does: claims and the end
+	// Metrics, when set, receives what this queue's processing does: claims and the end
 	// of each run (package metrics has one that serves the Prometheus text format).
 	Metrics Metrics
 	// Shards and Replicas configure the queue's table when this queue creates it (zero:
@@ -142,7 +142,7 @@ const (
 	// KeepFinishedJobs never removes finished jobs; any negative value means the same.
 	KeepFinishedJobs time.Duration = -1
 	// RemoveFinishedJobsImmediately removes each job as soon as it finishes.
-	RemoveFinishedJobsImmediately = engine.RemoveImmediately
+	RemoveFinishedJobsImmediately time.Duration = 1
 )
 
 // DefaultQueryRunOptions are the run options used when Options.QueryRunOptions is nil.
@@ -162,6 +162,14 @@ func serverAddress(cxn *ConnectOptions) (string, int, error) {
 		}
 	}
 	return engine.FirstAddress(host, port, cxn.Addresses)
+}
+
+// publicHook is an OnTerminated hook as the engine calls it: with the queue's errors.
+func publicHook(h func(*job.Job, error)) func(*job.Job, error) {
+	if h == nil {
+		return nil
+	}
+	return func(j *job.Job, err error) { h(j, publicErr(err)) }
 }
 
 // resolve applies the defaults to cxn and opts and checks them.
@@ -197,7 +205,7 @@ func resolve(cxn *ConnectOptions, opts *Options) (engine.Config, []Middleware, e
 		Logger:         cmp.Or(opts.Logger, slog.New(slog.DiscardHandler)),
 		BaseContext:    opts.BaseContext,
 		Heartbeat:      cmp.Or(opts.Heartbeat, DefaultHeartbeat),
-		OnTerminated:   opts.OnTerminated,
+		OnTerminated:   publicHook(opts.OnTerminated),
 		RetryBackoff:   opts.RetryBackoff,
 		Metrics:        opts.Metrics,
 		EventBuffer:    cmp.Or(opts.EventBuffer, DefaultEventBuffer),

@@ -17,11 +17,11 @@ func (q *Queue) Paused() bool {
 // then returns once the queue has stopped claiming, and paused follows when the running
 // jobs, that handler's included, are done.
 func (q *Queue) Pause(ctx context.Context, global bool) error {
-	return q.e.Pause(ctx, global)
+	return publicErr(q.e.Pause(ctx, global))
 }
 
 // Resume makes a paused queue claim jobs again. With global true, every queue on the table
 // resumes too, through the State Document. Event: resumed.
 func (q *Queue) Resume(ctx context.Context, global bool) error {
-	return q.e.Resume(ctx, global)
+	return publicErr(q.e.Resume(ctx, global))
 }

@@ -2,9 +2,10 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"runtime/debug"
 
-	"github.com/rjqgo/rethinkdb-job-queue/internal/engine"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/processor"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
@@ -32,18 +33,32 @@ type Handler func(ctx context.Context, j *job.Job) (result any, err error)
 // Errors of Process.
 var (
 	// ErrProcessTwice is returned by a second call of Process: a queue has one handler.
-	ErrProcessTwice = engine.ErrProcessTwice
+	ErrProcessTwice = errors.New("queue: Process called twice: a queue has one handler")
 	// ErrNilHandler is returned by Process given a nil handler.
-	ErrNilHandler = fmt.Errorf("%w: nil handler", job.ErrInvalid)
+	ErrNilHandler = invalid("queue: invalid: nil handler")
 )
 
 // PanicError is the error a job fails with when its handler panics: Value is what the
 // handler panicked with, Stack the handler goroutine's stack at the panic.
-type PanicError = processor.PanicError
+type PanicError struct {
+	// Value is what the handler panicked with.
+	Value any
+	// Stack is the handler goroutine's stack at the panic.
+	Stack []byte
+}
+
+// Error says that the handler panicked, and with what.
+func (e *PanicError) Error() string { return fmt.Sprintf("handler panicked: %v", e.Value) }
+
+// Unwrap returns the panic value when it is an error, for errors.Is and errors.As.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
 
 // ErrPassBack, returned by a handler as its error, passes the job back: it is saved as it
 // is, with status active turned into waiting, as when the handler returns the job itself.
-var ErrPassBack = processor.ErrPassBack
+var ErrPassBack = errors.New("queue: job passed back by its handler")
 
 // Process starts processing the queue's jobs with handler, up to Concurrency at a time,
 // in the background until Stop. It returns at once; call it once per queue
@@ -53,7 +68,24 @@ func (q *Queue) Process(handler Handler) error {
 	if handler == nil {
 		return ErrNilHandler
 	}
-	return q.e.Process(processor.Handler(chain(handler, q.middleware)))
+	return publicErr(q.e.Process(processor.Handler(engineHandler(chain(handler, q.middleware)))))
+}
+
+// engineHandler is h as the engine runs it: a returned ErrPassBack is the engine's, and a
+// panic, recovered here (outside every middleware), is a *PanicError.
+func engineHandler(h Handler) Handler {
+	return func(ctx context.Context, j *job.Job) (result any, err error) {
+		defer func() {
+			if v := recover(); v != nil {
+				result, err = nil, &processor.PanicError{Value: v, Stack: debug.Stack()}
+			}
+		}()
+		result, err = h(ctx, j)
+		if err != nil && errors.Is(err, ErrPassBack) {
+			err = &publicError{err, processor.ErrPassBack}
+		}
+		return result, err
+	}
 }
 
 // handlerKey marks the context of a handler: its value is the handler's queue.

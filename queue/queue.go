@@ -10,10 +10,9 @@ import (
 )
 
 // Queue is a job queue backed by one RethinkDB table. It is safe for concurrent use.
-//
-// It is the public face of internal/engine's queue, which does the work; it adds the event
-// channels and the handler's middleware.
 type Queue struct {
+	// e is the running queue, which does the work; Queue adds the event channels, the
+	// handler's middleware and the exported errors.
 	e          *engine.Queue
 	events     *broker.Broker[Event]
 	middleware []Middleware
@@ -27,7 +26,7 @@ type Queue struct {
 func New(ctx context.Context, cxn *ConnectOptions, opts *Options) (*Queue, error) {
 	cfg, middleware, err := resolve(cxn, opts)
 	if err != nil {
-		return nil, err
+		return nil, publicErr(err)
 	}
 	q := &Queue{middleware: middleware}
 	q.events = broker.New[Event](cfg.EventBuffer, func(total uint64) {
@@ -35,7 +34,7 @@ func New(ctx context.Context, cxn *ConnectOptions, opts *Options) (*Queue, error
 			"droppedByThisReader", total)
 	})
 	if q.e, err = engine.New(ctx, cfg, outlet{q.events}); err != nil {
-		return nil, err
+		return nil, publicErr(err)
 	}
 	q.e.Start()
 	return q, nil
@@ -47,7 +46,7 @@ func New(ctx context.Context, cxn *ConnectOptions, opts *Options) (*Queue, error
 // It returns ctx's error when ctx has ended, even if the queue is ready, and ErrStopped
 // once the queue is stopped.
 func (q *Queue) Ready(ctx context.Context) error {
-	return q.e.Ready(ctx)
+	return publicErr(q.e.Ready(ctx))
 }
 
 // Name returns the queue's name, which is its table's name.
@@ -88,7 +87,7 @@ func (q *Queue) Concurrency() int {
 
 // SetConcurrency changes how many jobs the queue runs at once; n must be at least 1.
 func (q *Queue) SetConcurrency(n int) error {
-	return q.e.SetConcurrency(n)
+	return publicErr(q.e.SetConcurrency(n))
 }
 
 // JobOptions returns the options CreateJob gives new jobs.
@@ -100,5 +99,5 @@ func (q *Queue) JobOptions() job.Options {
 // default (see job.Options: job.NoRetries for none). Invalid options are refused with an
 // error and change nothing.
 func (q *Queue) SetJobOptions(opts job.Options) error {
-	return q.e.SetJobOptions(opts)
+	return publicErr(q.e.SetJobOptions(opts))
 }

@@ -11,5 +11,5 @@ import (
 // reviewed event and claims again too. A Queue Master runs it every MasterInterval.
 func (q *Queue) Review(ctx context.Context) (ReviewResult, error) {
 	res, err := q.e.Review(ctx)
-	return ReviewResult(res), err
+	return ReviewResult(res), publicErr(err)
 }

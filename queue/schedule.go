@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/rjqgo/rethinkdb-job-queue/internal/engine"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -20,7 +19,7 @@ type Schedule struct {
 
 // ErrInvalidSchedule is wrapped by the error of Schedule given an empty name or a spec
 // that does not parse.
-var ErrInvalidSchedule = engine.ErrInvalidSchedule
+var ErrInvalidSchedule = invalid("queue: invalid schedule")
 
 // Schedule adds (or replaces) the cron schedule name: at each time spec gives, a Queue
 // Master of the table enqueues a job with payload data and options opts (nil: the
@@ -34,20 +33,20 @@ var ErrInvalidSchedule = engine.ErrInvalidSchedule
 // table "<queue>_schedules", which the Node.js library ignores; the jobs they enqueue are
 // ordinary jobs that Node.js workers process as any other.
 func (q *Queue) Schedule(ctx context.Context, name, spec string, data any, opts *job.Options) error {
-	return q.e.Schedule(ctx, name, spec, data, opts)
+	return publicErr(q.e.Schedule(ctx, name, spec, data, opts))
 }
 
 // Unschedule removes the schedule name; jobs it enqueued stay. It returns an error
 // wrapping job.ErrNotFound when there is no such schedule.
 func (q *Queue) Unschedule(ctx context.Context, name string) error {
-	return q.e.Unschedule(ctx, name)
+	return publicErr(q.e.Unschedule(ctx, name))
 }
 
 // Schedules lists the queue's schedules, by name.
 func (q *Queue) Schedules(ctx context.Context) ([]Schedule, error) {
 	docs, err := q.e.Schedules(ctx)
 	if err != nil {
-		return nil, err
+		return nil, publicErr(err)
 	}
 	out := make([]Schedule, len(docs))
 	for i, d := range docs {

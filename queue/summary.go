@@ -59,7 +59,7 @@ func (s Summary) String() string {
 func (q *Queue) Summary(ctx context.Context) (Summary, error) {
 	c, err := q.e.Summary(ctx)
 	if err != nil {
-		return Summary{}, err
+		return Summary{}, publicErr(err)
 	}
 	return summaryOf(c), nil
 }

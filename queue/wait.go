@@ -17,5 +17,5 @@ import (
 // they finish: Wait then still sees the finished job, unless it started after the
 // removal), ctx's error when ctx ends first, and ErrStopped when the queue stops.
 func (q *Queue) Wait(ctx context.Context, id string) (*job.Job, error) {
-	return q.e.Wait(ctx, id)
+	return public(q.e.Wait(ctx, id))
 }

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/rjqgo/rethinkdb-job-queue/internal/engine"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
@@ -57,7 +56,7 @@ func (a *Adder) AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := engine.CheckNewJobs(jobs); err != nil {
+	if err := queue.CheckJobs(jobs...); err != nil {
 		return nil, err
 	}
 	a.mu.Lock()

@@ -1,7 +1,6 @@
 // Package docfmt is the vocabulary of a job document as the Node.js library stores it: the
-// field names and how a stored number reads, for the storage layer (internal/rdb) and the
-// queue. Package job keeps private copies of the few it needs, so that it imports no
-// internal package; its tests check that they agree with these.
+// field names and how a stored number reads, for package job, the storage layer
+// (internal/rdb) and the queue: the library's one list of them.
 package docfmt
 
 import (
