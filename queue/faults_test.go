@@ -2,8 +2,12 @@ package queue_test
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -137,4 +141,144 @@ func TestWritesGoWithoutTheReadModeAndReadsWithIt(t *testing.T) {
 	assert.NotZero(t, outcomes.Count(), "outcomes were written")
 	assert.Zero(t, outcomesWithMode.Count(), "outcome writes carry no read mode")
 	assert.NotZero(t, reads.Count(), "reads (GetJob) keep the read mode")
+}
+
+// Issue 31, defect A, through the wire: a run's failed outcome lands but its answer is
+// lost, so the completer writes it again; before it can, the job (due again at once) is
+// claimed again and its second run succeeds. The retried write finds the first outcome
+// landed, and must still write the second: the job ends completed, its completion raised
+// once, well within the run's lease (no Queue Master runs here to mend anything).
+func TestALandedOutcomeIsNotTakenForTheNextRunsOutcome(t *testing.T) {
+	f := newFixture(t, &queue.Options{MasterInterval: -1, NoChangeFeed: true})
+	failures := &messageCounter{Handler: slog.DiscardHandler, msg: "writing outcomes failed"}
+	q, proxy := faultyQueue(t, f, queuetest.Options(queue.Options{MasterInterval: -1, NoChangeFeed: true, Heartbeat: -1,
+		Logger: slog.New(failures)}))
+	ctx := testContext(t)
+	j := q.CreateJob(nil).SetRetryMax(3).SetRetryDelay(0)
+	_, err := q.AddJob(ctx, j)
+	require.NoError(t, err)
+	events := q.Events(ctx, queue.EventCompleted)
+
+	const outcomeWrite = `"dateFinished"` // in outcome writes and in the read of their stamps
+	proxy.LoseAnswers(1, outcomeWrite)    // the first run's outcome lands; its answer is lost
+	proxy.LoseAnswers(1000, outcomeWrite) // and no retry gets through until the second run ends
+	secondDone := make(chan int64, 1)
+	var runs atomic.Int32
+	require.NoError(t, q.Process(func(context.Context, *job.Job) (any, error) {
+		if runs.Add(1) == 1 {
+			return nil, errors.New("first run fails")
+		}
+		secondDone <- failures.n.Load()
+		return "second run", nil
+	}))
+	var before int64
+	select {
+	case before = <-secondDone:
+	case <-ctx.Done():
+		t.Fatal("the job was not claimed again after its failed outcome landed")
+	}
+	// The completer's tries are one at a time, a backoff apart: once one more has failed,
+	// the second run's outcome (added microseconds after its handler returned) is queued
+	// beside the first's, and the next try carries both.
+	require.Eventually(t, func() bool { return failures.n.Load() > before }, 20*time.Second, time.Millisecond)
+	proxy.ClearFaults()
+
+	e := waitFor(t, events, queue.EventCompleted, j.ID)
+	assert.True(t, e.Local)
+	require.Eventually(t, func() bool { return f.get(t, j.ID).Status == job.Completed }, 5*time.Second, 20*time.Millisecond,
+		"the second run's outcome is in the table, not only its event")
+	got := f.get(t, j.ID)
+	assert.Equal(t, 2, got.ProcessCount)
+	var result string
+	require.NoError(t, got.Result(&result))
+	assert.Equal(t, "second run", result)
+	assert.Equal(t, int32(2), runs.Load())
+}
+
+// messageCounter counts the log records with one message.
+type messageCounter struct {
+	slog.Handler
+	msg string
+	n   atomic.Int64
+}
+
+func (h *messageCounter) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *messageCounter) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.n.Add(1)
+	}
+	return nil
+}
+
+func (h *messageCounter) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *messageCounter) WithGroup(string) slog.Handler      { return h }
+
+// Issue 31, defect B: a connection loss shorter than the lease, right after handlers
+// return, costs no second run. The worker's outcome writes fail for half a lease (every
+// connection reset and refused, or silent); the runs' leases must be renewed while their
+// outcomes wait, and the retries must not wait past the leases' end, so that the Queue
+// Master (on a connection of its own, checking leases every Heartbeat/4) never takes a
+// finished run for a dead one.
+func TestAnOutageShorterThanTheLeaseCostsNoSecondRun(t *testing.T) {
+	if raceDetector {
+		t.Skip("redials from several goroutines at once meet the driver's data race (rethinkdb/rethinkdb-go#488); run without -race")
+	}
+	const heartbeat = 2 * time.Second
+	lease := heartbeat + time.Second
+	for name, fault := range map[string]func(*wirecount.Proxy, time.Duration){
+		"connections reset and refused": (*wirecount.Proxy).Partition,
+		"connections silent":            (*wirecount.Proxy).Blackhole,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, &queue.Options{MasterInterval: time.Hour, Heartbeat: heartbeat})
+			q, proxy := faultyQueue(t, f, queuetest.Options(queue.Options{MasterInterval: -1, NoChangeFeed: true,
+				Heartbeat: heartbeat, Concurrency: 4}))
+			ctx := testContext(t)
+			jobs := f.add(t, 4)
+			var mu sync.Mutex
+			runs := map[string]int{}
+			started := make(chan struct{}, len(jobs))
+			release := make(chan struct{})
+			require.NoError(t, q.Process(func(_ context.Context, j *job.Job) (any, error) {
+				mu.Lock()
+				runs[j.ID]++
+				mu.Unlock()
+				started <- struct{}{}
+				<-release
+				return "ok", nil
+			}))
+			for range jobs {
+				select {
+				case <-started:
+				case <-ctx.Done():
+					t.Fatal("the jobs did not start")
+				}
+			}
+			// Past the first renewal, as a run of some length would be.
+			require.Eventually(t, func() bool {
+				return f.get(t, jobs[0].ID).DateEnable.After(time.Now().Add(lease - heartbeat/2))
+			}, 2*heartbeat, 20*time.Millisecond, "the leases were renewed")
+			fault(proxy, lease/2)
+			faultAt := time.Now()
+			close(release)
+
+			for _, j := range jobs {
+				require.Eventually(t, func() bool { return f.get(t, j.ID).Status == job.Completed }, 3*lease, 20*time.Millisecond,
+					"job %s completed", j.ID)
+			}
+			t.Logf("completed %v after the fault began", time.Since(faultAt).Round(time.Millisecond))
+			mu.Lock()
+			defer mu.Unlock()
+			for _, j := range jobs {
+				assert.Equal(t, 1, runs[j.ID], "job %s ran once", j.ID)
+				got := f.get(t, j.ID)
+				assert.Equal(t, 1, got.ProcessCount, "job %s claimed once", j.ID)
+				for _, e := range got.Log {
+					assert.NotEqual(t, "Master: "+job.MessageFailed, e.Message, "job %s was failed by the Master", j.ID)
+				}
+			}
+		})
+	}
 }

@@ -108,8 +108,8 @@ func (q *Queue) finishShutdown(ctx context.Context, last func(context.Context) e
 	if last != nil {
 		lastErr = last(ctx)
 	}
-	if q.cfg.Session == nil {
-		if err := q.session.Close(); err != nil {
+	if q.conn != nil {
+		if err := q.conn.Close(); err != nil {
 			q.log.Warn("closing the connection failed", "err", err)
 		}
 	}

@@ -24,9 +24,12 @@ import (
 // Queue is the running queue behind queue.Queue: its state, its background services and
 // its processor. It is safe for concurrent use.
 type Queue struct {
-	cfg     Config
-	id      string
-	session *r.Session
+	cfg Config
+	id  string
+	// session runs every query: the caller's Config.Session, or the Conn dialed here
+	// (conn), which replaces its connections when they go silent.
+	session r.QueryExecutor
+	conn    *rdb.Conn
 	// db is the queue's table in the storage layer: every query goes through it.
 	db  *rdb.Table
 	log *slog.Logger
@@ -77,18 +80,23 @@ type Outlet interface {
 // New dials the server cfg names (unless cfg has a Session) and returns the queue; Start
 // starts it.
 func New(ctx context.Context, cfg Config, out Outlet) (*Queue, error) {
-	session := cfg.Session
-	if session == nil {
-		var err error
-		if session, err = dial(ctx, cfg); err != nil {
+	var session r.QueryExecutor = cfg.Session
+	var conn *rdb.Conn
+	if cfg.Session == nil {
+		opts := connectOpts(cfg)
+		s, err := dial(ctx, cfg, opts)
+		if err != nil {
 			return nil, err
 		}
+		conn = rdb.NewConn(s, opts, cfg.Logger)
+		session = conn
 	}
 	host, _ := os.Hostname()
 	q := &Queue{
 		cfg:         cfg,
 		id:          strings.Join([]string{host, cfg.DB, cfg.Name, strconv.Itoa(os.Getpid()), uuid.NewString()}, ":"),
 		session:     session,
+		conn:        conn,
 		ready:       make(chan struct{}),
 		concurrency: cfg.Concurrency,
 		jobOptions:  cfg.JobOptions,
@@ -112,8 +120,8 @@ func (q *Queue) Start() {
 	}
 }
 
-// dial connects to the server cfg names, or fails with an error wrapping ErrConnect.
-func dial(ctx context.Context, cfg Config) (*r.Session, error) {
+// connectOpts are the driver's options for the server cfg names.
+func connectOpts(cfg Config) r.ConnectOpts {
 	opts := r.ConnectOpts{
 		Address:   net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)),
 		Addresses: cfg.Addresses,
@@ -126,6 +134,11 @@ func dial(ctx context.Context, cfg Config) (*r.Session, error) {
 	if len(cfg.Addresses) > 0 {
 		opts.Address = ""
 	}
+	return opts
+}
+
+// dial connects with opts, made from cfg, or fails with an error wrapping ErrConnect.
+func dial(ctx context.Context, cfg Config, opts r.ConnectOpts) (*r.Session, error) {
 	s, err := rdb.Dial(ctx, opts)
 	switch {
 	case err == nil:
@@ -308,4 +321,12 @@ func (q *Queue) SetJobOptions(opts job.Options) error {
 	defer q.mu.Unlock()
 	q.jobOptions = opts.WithDefaults()
 	return nil
+}
+
+// stalled replaces the session's connections when the queue dialed it (see rdb.Conn); a
+// session of the caller's is the caller's to mend.
+func (q *Queue) stalled() {
+	if q.conn != nil {
+		q.conn.Stalled()
+	}
 }

@@ -3,6 +3,7 @@ package processor
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -24,14 +25,24 @@ import (
 // maxWriteBackoff bounds the wait between outcome writes that fail.
 const maxWriteBackoff = 30 * time.Second
 
-// writeTimeout bounds one outcome write, which Stop cannot cut short.
-const writeTimeout = time.Minute
+// writeTimeout bounds one outcome write, which Stop cannot cut short; with heartbeats on,
+// a write is given up sooner when a lease would end first, but never sooner than
+// minWriteTimeout.
+const (
+	writeTimeout    = time.Minute
+	minWriteTimeout = time.Second
+)
 
 type completer struct {
 	p *Processor
 
+	// lastStamp is the stamp of the last write (only the loop writes).
+	lastStamp time.Time
+
 	mu   sync.Mutex
 	outs []*outcome
+	// inflight are the outcomes of the write under way.
+	inflight []*outcome
 	// ready is signalled when outcomes are added; a send never blocks (capacity 1).
 	ready chan struct{}
 }
@@ -57,7 +68,32 @@ func (c *completer) take() []*outcome {
 	defer c.mu.Unlock()
 	outs := c.outs
 	c.outs = nil
+	c.inflight = outs
 	return outs
+}
+
+// unwritten returns the runs whose outcomes are queued or being written: the heartbeat
+// renews their leases until they are written.
+func (c *completer) unwritten() []*run {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	runs := make([]*run, 0, len(c.outs)+len(c.inflight))
+	for _, o := range c.outs {
+		runs = append(runs, o.rn)
+	}
+	for _, o := range c.inflight {
+		runs = append(runs, o.rn)
+	}
+	return runs
+}
+
+// leaseLeft is how long the earliest lease among outs lasts from now.
+func leaseLeft(outs []*outcome, now time.Time) time.Duration {
+	left := time.Duration(math.MaxInt64)
+	for _, o := range outs {
+		left = min(left, o.rn.leaseLeft(now))
+	}
+	return left
 }
 
 // putBack queues again the outcomes of a write that failed, first.
@@ -68,7 +104,20 @@ func (c *completer) putBack(outs []*outcome) {
 		o.tries++
 	}
 	c.outs = append(outs, c.outs...)
+	c.inflight = nil
 }
+
+// retryWait is how long to wait before writing outs again after a failed write: the
+// backoff, jittered, but never so long that a lease ends first: at most half of the
+// shortest lease left (and at least minRetryWait), so that a connection loss shorter
+// than the lease costs no second run.
+func retryWait(backoff time.Duration, outs []*outcome, now time.Time) time.Duration {
+	wait := backoff/2 + rand.N(backoff/2+1)
+	return max(min(wait, leaseLeft(outs, now)/2), minRetryWait)
+}
+
+// minRetryWait is the shortest wait between failed outcome writes.
+const minRetryWait = 20 * time.Millisecond
 
 // loop writes outcomes until the processor quits or gives up waiting.
 func (c *completer) loop() {
@@ -93,7 +142,7 @@ func (c *completer) loop() {
 			}
 			c.putBack(outs)
 			backoff = min(max(2*backoff, 100*time.Millisecond), maxWriteBackoff)
-			wait := backoff/2 + rand.N(backoff/2+1)
+			wait := retryWait(backoff, outs, time.Now())
 			p.cfg.Log.Warn("writing outcomes failed", "err", err, "retry in", wait)
 			p.emit(Event{Type: EventError, Err: err})
 			select {
@@ -114,30 +163,44 @@ func (c *completer) loop() {
 // write writes outs and follows up on those that landed.
 func (c *completer) write(outs []*outcome) error {
 	p := c.p
-	ctx, cancel := context.WithTimeout(p.hard, writeTimeout)
+	// A write that hangs (a connection that went silent) is given up in time to try
+	// again on another before the shortest lease ends.
+	timeout := writeTimeout
+	if p.cfg.Heartbeat > 0 {
+		timeout = min(timeout, max(leaseLeft(outs, time.Now())/4, minWriteTimeout))
+	}
+	ctx, cancel := context.WithTimeout(p.hard, timeout)
 	defer cancel()
 	// The outcomes written for the first time are stamped with this write's time, so
-	// that they share one update (see rdb.Outcome); a retry keeps the stamp it had.
+	// that they share one update (see rdb.Outcome); a retry keeps the stamp it had. Each
+	// write's stamp is later than the last one's, so that no two writes share a stamp.
 	at := now()
+	if !at.After(c.lastStamp) {
+		at = c.lastStamp.Add(time.Millisecond)
+	}
+	c.lastStamp = at
 	writes := make([]rdb.Outcome, len(outs))
-	retried := false
+	var retried []rdb.Outcome
 	for i, o := range outs {
 		if o.tries == 0 {
 			o.write.DateFinished, o.write.Entry.Date, o.write.Trunc.Date = at, at, at
 		}
 		writes[i] = o.write
-		retried = retried || o.tries > 0
+		if o.tries > 0 {
+			retried = append(retried, o.write)
+		}
 	}
-	var done []string
+	var done []rdb.RunKey
 	var err error
-	if retried {
-		// An earlier try may have landed: write those that did not, and count those that
-		// did as written.
-		done, err = p.cfg.Store.Landed(ctx, writes)
+	if len(retried) > 0 {
+		// An earlier try of these may have landed: write those that did not, and count
+		// those that did as written. Outcomes are told apart by job and run, so a run's
+		// outcome that landed is never taken for the next run's of the same job.
+		done, err = p.cfg.Store.Landed(ctx, retried)
 		if err == nil {
 			writes = notIn(writes, done)
 			if len(writes) > 0 {
-				var more []string
+				var more []rdb.RunKey
 				more, err = p.cfg.Store.Finish(ctx, writes)
 				done = append(done, more...)
 			}
@@ -146,21 +209,25 @@ func (c *completer) write(outs []*outcome) error {
 		done, err = p.cfg.Store.Finish(ctx, writes)
 	}
 	if err != nil {
+		p.timedOut(ctx, err)
 		return err
 	}
+	c.mu.Lock()
+	c.inflight = nil
+	c.mu.Unlock()
 	c.written(ctx, outs, done)
 	return nil
 }
 
-// notIn returns the writes whose id is not in ids.
-func notIn(writes []rdb.Outcome, ids []string) []rdb.Outcome {
-	skip := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		skip[id] = true
+// notIn returns the writes whose run is not in keys.
+func notIn(writes []rdb.Outcome, keys []rdb.RunKey) []rdb.Outcome {
+	skip := make(map[rdb.RunKey]bool, len(keys))
+	for _, k := range keys {
+		skip[k] = true
 	}
 	var out []rdb.Outcome
 	for _, w := range writes {
-		if !skip[w.ID] {
+		if !skip[w.Key()] {
 			out = append(out, w)
 		}
 	}
@@ -170,18 +237,21 @@ func notIn(writes []rdb.Outcome, ids []string) []rdb.Outcome {
 // written raises the events of the outcomes that landed, calls the hooks, removes the jobs
 // that finished when the queue removes them at once, and tells the producer when the
 // earliest job put back for a retry or a repeat falls due.
-func (c *completer) written(ctx context.Context, outs []*outcome, done []string) {
+func (c *completer) written(ctx context.Context, outs []*outcome, done []rdb.RunKey) {
 	p := c.p
-	landed := make(map[string]bool, len(done))
-	for _, id := range done {
-		landed[id] = true
+	landed := make(map[rdb.RunKey]bool, len(done))
+	for _, k := range done {
+		landed[k] = true
 	}
 	var again time.Time
 	var remove []string
 	for _, o := range outs {
 		id := o.write.ID
-		if !landed[id] {
-			p.cfg.Log.Info("job changed elsewhere while it ran; its outcome is dropped", "job", id)
+		if !landed[o.write.Key()] {
+			// Its guard matched nothing: the run's claim was no longer the job's (cancelled,
+			// removed, failed by a review when its lease ended, or claimed again).
+			p.cfg.Log.Warn("a run's outcome was not written: the job changed elsewhere while it ran (cancelled, removed, or failed by a Queue Master's review when its lease ended)",
+				"job", id, "processCount", o.write.ProcessCount, "outcome", o.write.Status, "tries", o.tries+1)
 			continue
 		}
 		// Recorded before the event, so that whoever sees the event sees the run counted.

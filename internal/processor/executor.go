@@ -42,6 +42,15 @@ type run struct {
 	settled atomic.Bool
 	// progress throttles the run's progress writes (see progress.go).
 	progress progressState
+	// leaseEnd is when the run's lease ends (unix nanoseconds): from its claim, then from
+	// each renewal that included it. Its outcome must be written before then, or a Queue
+	// Master takes the run for a dead one.
+	leaseEnd atomic.Int64
+}
+
+// leaseLeft is how long the run's lease lasts from now (negative when it has ended).
+func (rn *run) leaseLeft(now time.Time) time.Duration {
+	return time.Duration(rn.leaseEnd.Load() - now.UnixNano())
 }
 
 func newExecutor(p *Processor) *executor {
@@ -55,6 +64,7 @@ func (e *executor) start(j *job.Job) {
 	// A Stop that gives up waiting cuts the handler off with Stop's cause.
 	unlink := context.AfterFunc(p.hard, func() { cancel(context.Cause(p.hard)) })
 	rn := &run{job: j, claimed: *j, ctx: ctx, cancel: cancel}
+	rn.leaseEnd.Store(j.DateEnable.UnixNano()) // the claim wrote the lease's end there
 	e.mu.Lock()
 	e.runs[rn] = struct{}{}
 	// Set under the lock that settle takes first, so a timeout of 0 finds it set.
@@ -186,12 +196,21 @@ func (e *executor) running() map[string]int { return e.startedBefore(time.Time{}
 // startedBefore returns the jobs of the runs claimed before t (all when t is zero): id →
 // the processCount of their claim.
 func (e *executor) startedBefore(t time.Time) map[string]int {
+	out := make(map[string]int)
+	for _, rn := range e.runsStartedBefore(t) {
+		out[rn.claimed.ID] = rn.claimed.ProcessCount
+	}
+	return out
+}
+
+// runsStartedBefore returns the runs claimed before t (all of them for the zero t).
+func (e *executor) runsStartedBefore(t time.Time) []*run {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	out := make(map[string]int, len(e.runs))
+	var out []*run
 	for rn := range e.runs {
 		if t.IsZero() || rn.claimed.DateStarted.Before(t) {
-			out[rn.claimed.ID] = rn.claimed.ProcessCount
+			out = append(out, rn)
 		}
 	}
 	return out

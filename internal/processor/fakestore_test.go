@@ -2,6 +2,7 @@ package processor
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -24,8 +25,12 @@ type fakeStore struct {
 
 	reads  int // ReadCandidates calls
 	claims int // Claim calls
-	asked  []int
-	skips  [][]any
+	// loseFinish is how many more Finish calls land and then lose their answer.
+	loseFinish int
+	// finished are the outcomes Finish applied, in order.
+	finished []rdb.RunKey
+	asked    []int
+	skips    [][]any
 }
 
 func newFakeStore(queueID string) *fakeStore {
@@ -130,20 +135,44 @@ func (s *fakeStore) insertClaimed() *job.Job {
 	return &c
 }
 
-func (s *fakeStore) Finish(_ context.Context, outs []rdb.Outcome) ([]string, error) {
+func (s *fakeStore) Finish(_ context.Context, outs []rdb.Outcome) ([]rdb.RunKey, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var done []string
+	var done []rdb.RunKey
 	for _, o := range outs {
 		if j, ok := s.jobs[o.ID]; ok && j.Status == job.Active && j.ProcessCount == o.ProcessCount {
-			j.Status, j.DateFinished = o.Status, o.DateFinished
-			done = append(done, o.ID)
+			j.Status, j.DateFinished, j.QueueID = o.Status, o.DateFinished, s.queueID
+			if o.DateEnable != nil {
+				j.DateEnable = *o.DateEnable
+			}
+			s.finished = append(s.finished, o.Key())
+			done = append(done, o.Key())
 		}
+	}
+	if s.loseFinish > 0 {
+		// The write landed, and its answer is lost.
+		s.loseFinish--
+		return nil, errLostAnswer
 	}
 	return done, nil
 }
 
-func (s *fakeStore) Landed(context.Context, []rdb.Outcome) ([]string, error) { return nil, nil }
+// errLostAnswer is the error of a write whose answer the fake store loses.
+var errLostAnswer = errors.New("fake: connection reset")
+
+// Landed is rdb.Table.Landed's rule: the job holds the outcome's stamp, in a claim no
+// earlier than the outcome's.
+func (s *fakeStore) Landed(_ context.Context, outs []rdb.Outcome) ([]rdb.RunKey, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var done []rdb.RunKey
+	for _, o := range outs {
+		if j, ok := s.jobs[o.ID]; ok && j.QueueID == s.queueID && j.DateFinished.Equal(o.DateFinished) && j.ProcessCount >= o.ProcessCount {
+			done = append(done, o.Key())
+		}
+	}
+	return done, nil
+}
 
 func (s *fakeStore) ReadStamps(context.Context, []string) (map[string]rdb.StampedDoc, error) {
 	return nil, nil
@@ -177,6 +206,14 @@ func (s *fakeStore) counts() (reads, claims int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.reads, s.claims
+}
+
+// job returns a copy of the job id as the table holds it.
+func (s *fakeStore) job(id string) *job.Job {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := *s.jobs[id]
+	return &c
 }
 
 func (s *fakeStore) status(id string) job.Status {

@@ -37,10 +37,13 @@ func (p *Processor) heartbeat() {
 			return
 		case <-timer.C:
 		}
-		if err := p.beat(started); err != nil && p.hard.Err() == nil {
-			p.cfg.Log.Warn("heartbeat failed", "err", err)
-		}
 		wait := period
+		if err := p.beat(started); err != nil && p.hard.Err() == nil {
+			// Try again soon: the leases of the runs (and of the outcomes not yet
+			// written) run out a Heartbeat after their last renewal.
+			wait = min(wait, failedBeatRetry)
+			p.cfg.Log.Warn("heartbeat failed", "err", err, "retry in", wait)
+		}
 		if i < len(peerBeats) {
 			wait = min(wait, peerBeats[i])
 		}
@@ -50,15 +53,28 @@ func (p *Processor) heartbeat() {
 
 // beat renews the leases of the running jobs that are still their run's, in one query,
 // writes the worker entry and reads the live workers.
-func (p *Processor) beat(started time.Time) error {
-	ctx, cancel := context.WithTimeout(p.hard, p.cfg.Heartbeat)
+func (p *Processor) beat(started time.Time) (err error) {
+	// A beat that hangs is given up before the leases it renews end.
+	ctx, cancel := context.WithTimeout(p.hard, max(p.cfg.Heartbeat/4, minWriteTimeout))
 	defer cancel()
+	defer func() { p.timedOut(ctx, err) }()
 	// A run claimed less than half a period ago holds a lease that outlasts the next beat
 	// by the margin: only older ones are renewed, so that a busy queue of short jobs
-	// rewrites none.
-	if old := p.exec.startedBefore(time.Now().Add(-p.cfg.Heartbeat / 2)); len(old) > 0 {
-		if err := p.cfg.Store.RenewLeases(ctx, old, p.cfg.Heartbeat+leaseMargin); err != nil {
+	// rewrites none. Runs whose handler has returned but whose outcome is not written yet
+	// (a connection lost) are renewed too, until it is: their lease must not end first.
+	now := time.Now()
+	runs := append(p.exec.runsStartedBefore(now.Add(-p.cfg.Heartbeat/2)), p.comp.unwritten()...)
+	if len(runs) > 0 {
+		lease := HeartbeatLease(p.cfg.Heartbeat)
+		ids := make(map[string]int, len(runs))
+		for _, rn := range runs {
+			ids[rn.claimed.ID] = rn.claimed.ProcessCount
+		}
+		if err := p.cfg.Store.RenewLeases(ctx, ids, lease); err != nil {
 			return fmt.Errorf("renew leases: %w", err)
+		}
+		for _, rn := range runs {
+			rn.leaseEnd.Store(now.Add(lease).UnixNano())
 		}
 	}
 	if err := p.cfg.Store.PutWorker(ctx, started, p.exec.count(), p.cfg.Concurrency(), p.cfg.Heartbeat); err != nil {
@@ -75,6 +91,9 @@ func (p *Processor) beat(started time.Time) error {
 	p.prod.setPeers(peers)
 	return nil
 }
+
+// failedBeatRetry is how soon a failed beat is tried again.
+const failedBeatRetry = 500 * time.Millisecond
 
 // leaseMargin is what a lease lasts beyond Heartbeat from each renewal: a renewal may be
 // late by half a period and the margin before anyone takes the job for orphaned.

@@ -16,6 +16,7 @@ package processor
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -57,8 +58,8 @@ type Store interface {
 	NewClaim(j *job.Job, at, leaseEnd time.Time) rdb.Claim
 	Claim(ctx context.Context, s rdb.Store, claims []rdb.Claim) (rdb.ClaimResult, error)
 	ReadClaimedHere(ctx context.Context, s rdb.Store, ids []string) ([]*job.Job, error)
-	Finish(ctx context.Context, outs []rdb.Outcome) ([]string, error)
-	Landed(ctx context.Context, outs []rdb.Outcome) ([]string, error)
+	Finish(ctx context.Context, outs []rdb.Outcome) ([]rdb.RunKey, error)
+	Landed(ctx context.Context, outs []rdb.Outcome) ([]rdb.RunKey, error)
 	ReadStamps(ctx context.Context, ids []string) (map[string]rdb.StampedDoc, error)
 	DeleteAny(ctx context.Context, ids []string) error
 	TakeTokens(ctx context.Context, name string, want int) (int, time.Duration, error)
@@ -121,9 +122,25 @@ type Config struct {
 	// PassBack saves a job a handler passed back, only while the run that made
 	// processCount owner still owns it (ErrNotOwned otherwise).
 	PassBack func(ctx context.Context, j *job.Job, owner int) error
+	// Stalled, when set, is told when a query with a deadline of the processor's own (an
+	// outcome write, a heartbeat) ran out of time: the connections may have gone silent,
+	// and the session is to be replaced (see rdb.Conn).
+	Stalled func()
 	// Hooks report what the processor does.
 	Hooks Hooks
 	Log   *slog.Logger
+}
+
+// timedOut reports whether err ended a query because ctx, a context with a deadline of
+// the processor's own, ran out, while the processor runs on; it then tells Stalled.
+func (p *Processor) timedOut(ctx context.Context, err error) bool {
+	if err == nil || p.hard.Err() != nil || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return false
+	}
+	if p.cfg.Stalled != nil {
+		p.cfg.Stalled()
+	}
+	return true
 }
 
 // Hooks report what the processor does. Any may be nil.

@@ -39,8 +39,10 @@ const staggerStep = 10 * time.Millisecond
 // maxHints bounds the hints a producer keeps; beyond it, it reads the table instead.
 const maxHints = 10000
 
-// claimTimeout bounds one query of the producer, which Stop cannot cut short.
-const claimTimeout = time.Minute
+// claimTimeout bounds one round of the producer's queries, which Stop cannot cut short. A
+// round on a healthy server takes milliseconds; one that runs out of time met a
+// connection gone silent, and the session is replaced (Config.Stalled).
+const claimTimeout = 10 * time.Second
 
 // maxClaimBackoff bounds the wait between claims that fail (database unreachable, say).
 const maxClaimBackoff = 30 * time.Second
@@ -265,6 +267,7 @@ func (p *producer) round() time.Duration {
 	}
 	ctx, cancel := context.WithTimeout(pr.hard, claimTimeout)
 	defer cancel()
+	defer func() { pr.timedOut(ctx, ctx.Err()) }()
 	p.mu.Lock()
 	p.lost, p.unsure = append(p.lost, p.unsure...), nil
 	p.mu.Unlock()

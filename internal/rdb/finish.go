@@ -25,6 +25,7 @@ import (
 // the jobs' stamps are read: an outcome whose job holds its dateFinished in this queue's
 // name landed (by an earlier try of the write whose answer was lost, which the driver
 // sends again on a connection error); the others found their job changed elsewhere.
+// Outcomes are told apart by job and run (RunKey), never by job alone.
 
 // Outcome is the write of one run's outcome.
 type Outcome struct {
@@ -144,9 +145,20 @@ func (t *Table) finishTerm(g *outcomeGroup) r.Term {
 	})
 }
 
-// Finish writes outs in one update and returns the ids of those that landed; the others
+// RunKey names one run's outcome: its job and its claim. Two outcomes of one job (a run
+// whose outcome is being written again, and the next run of the job) are two keys, so
+// that the one that landed is never taken for the other.
+type RunKey struct {
+	ID           string
+	ProcessCount int
+}
+
+// Key is the outcome's RunKey.
+func (o Outcome) Key() RunKey { return RunKey{ID: o.ID, ProcessCount: o.ProcessCount} }
+
+// Finish writes outs in one update and returns the keys of those that landed; the others
 // found their job changed elsewhere.
-func (t *Table) Finish(ctx context.Context, outs []Outcome) (done []string, err error) {
+func (t *Table) Finish(ctx context.Context, outs []Outcome) (done []RunKey, err error) {
 	groups := t.outcomeGroups(outs)
 	terms := make([]r.Term, len(groups))
 	for i, g := range groups {
@@ -157,18 +169,21 @@ func (t *Table) Finish(ctx context.Context, outs []Outcome) (done []string, err 
 		return nil, fmt.Errorf("queue %s: write outcomes: %w", t.Name, err)
 	}
 	if res.Replaced == len(outs) {
-		done = make([]string, len(outs))
+		done = make([]RunKey, len(outs))
 		for i, o := range outs {
-			done[i] = o.ID
+			done[i] = o.Key()
 		}
 		return done, nil
 	}
 	return t.Landed(ctx, outs)
 }
 
-// Landed returns the ids of outs whose job holds the outcome: after a write that changed
-// fewer jobs than it was given, or whose answer was lost.
-func (t *Table) Landed(ctx context.Context, outs []Outcome) ([]string, error) {
+// Landed returns the keys of outs whose job holds the outcome, or held it before a later
+// claim of the job: after a write that changed fewer jobs than it was given, or whose
+// answer was lost. An outcome landed when the job carries its stamp (this queue's id and
+// its dateFinished, which no claim changes) and has not gone back to an earlier claim;
+// a later claim's outcome, with another stamp, is judged on its own.
+func (t *Table) Landed(ctx context.Context, outs []Outcome) ([]RunKey, error) {
 	ids := make([]string, len(outs))
 	for i, o := range outs {
 		ids[i] = o.ID
@@ -177,11 +192,12 @@ func (t *Table) Landed(ctx context.Context, outs []Outcome) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue %s: read back outcomes: %w", t.Name, err)
 	}
-	var done []string
+	var done []RunKey
 	for _, o := range outs {
 		d, ok := stamps[o.ID]
-		if ok && d.QueueID == t.QueueID && d.DateFinished != nil && d.DateFinished.Equal(o.DateFinished) {
-			done = append(done, o.ID)
+		if ok && d.QueueID == t.QueueID && d.DateFinished != nil && d.DateFinished.Equal(o.DateFinished) &&
+			int(d.ProcessCount) >= o.ProcessCount {
+			done = append(done, o.Key())
 		}
 	}
 	return done, nil

@@ -17,6 +17,10 @@
 // Every frame counts as a query, because every frame is a message the server answers (or,
 // for a noreply START, at least has to read and run). A connection that opens with an
 // unknown magic number is forwarded without counting.
+//
+// The proxy also makes the faults of a network: answers lost after a query ran
+// (LoseAnswers), every connection reset and new ones refused for a while (Partition), and
+// connections that go silent, forwarding nothing and never closing (Blackhole).
 package wirecount
 
 import (
@@ -69,6 +73,10 @@ type Proxy struct {
 	tallies []*Tally
 	// faults are the answers to drop; see LoseAnswers.
 	faults []*fault
+	// refuseUntil and silentUntil end a Partition and a Blackhole; pairs are the open
+	// connections' pairs, which a Blackhole silences.
+	refuseUntil, silentUntil time.Time
+	pairs                    map[*pair]struct{}
 	// wg counts every goroutine the proxy started; it is only added to under mu while not
 	// closed, so that Close's Wait sees every goroutine there will ever be.
 	wg sync.WaitGroup
@@ -81,7 +89,7 @@ func Start(target string) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{target: target, ln: ln, conns: make(map[net.Conn]struct{})}
+	p := &Proxy{target: target, ln: ln, conns: make(map[net.Conn]struct{}), pairs: make(map[*pair]struct{})}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.wg.Add(1)
 	go p.accept()
@@ -180,6 +188,66 @@ func (p *Proxy) LoseAnswers(n int, subs ...string) {
 	p.faults = append(p.faults, f)
 }
 
+// pair is one client connection and its connection to the target.
+type pair struct {
+	// silent is set by a Blackhole: the pair forwards nothing from then on, and stays
+	// open.
+	silent atomic.Bool
+}
+
+// Partition resets every open connection and, for d, every new one as soon as it is
+// accepted: the fault of a network partition that clients notice (connection reset,
+// refused). After d, new connections work again.
+func (p *Proxy) Partition(d time.Duration) {
+	p.mu.Lock()
+	p.refuseUntil = time.Now().Add(d)
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+}
+
+// Blackhole silences every open connection for good (it forwards nothing, in either
+// direction, and stays open: a client waits on it until its own timeout) and, for d,
+// every new one too: the fault of a network that drops packets without a word. After d,
+// new connections work again; the silenced ones never do.
+func (p *Proxy) Blackhole(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.silentUntil = time.Now().Add(d)
+	for pr := range p.pairs {
+		pr.silent.Store(true)
+	}
+}
+
+// newPair registers a connection pair, silent when a Blackhole is on; it reports false
+// when a Partition is on, and the client is to be cut off.
+func (p *Proxy) newPair() (*pair, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	if now.Before(p.refuseUntil) {
+		return nil, false
+	}
+	pr := &pair{}
+	pr.silent.Store(now.Before(p.silentUntil))
+	p.pairs[pr] = struct{}{}
+	return pr, true
+}
+
+func (p *Proxy) dropPair(pr *pair) {
+	p.mu.Lock()
+	delete(p.pairs, pr)
+	p.mu.Unlock()
+}
+
+// ClearFaults drops every answer loss still pending (see LoseAnswers).
+func (p *Proxy) ClearFaults() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.faults = nil
+}
+
 // takeFault reports whether the frame body is one whose answer is to be lost.
 func (p *Proxy) takeFault(body []byte) bool {
 	p.mu.Lock()
@@ -259,6 +327,11 @@ func (p *Proxy) accept() {
 func (p *Proxy) serve(client net.Conn) {
 	defer p.wg.Done()
 	defer p.untrack(client)
+	pr, ok := p.newPair()
+	if !ok {
+		return // partitioned: the client's connection is reset at once
+	}
+	defer p.dropPair(pr)
 	d := net.Dialer{Timeout: dialTimeout}
 	server, err := d.DialContext(p.ctx, "tcp", p.target)
 	if err != nil {
@@ -272,11 +345,11 @@ func (p *Proxy) serve(client net.Conn) {
 	go func() {
 		defer p.wg.Done()
 		defer close(answered)
-		_, _ = io.Copy(client, server)
+		_, _ = io.Copy(silenceable{client, pr}, server)
 		_ = client.Close()
 		_ = server.Close()
 	}()
-	if lost := p.forwardQueries(client, server); lost {
+	if lost := p.forwardQueries(client, server, pr); lost {
 		// Leave the server's side open until it answers into the closed client, so that
 		// the query is not interrupted; Close cuts the wait short.
 		select {
@@ -292,11 +365,14 @@ func (p *Proxy) serve(client net.Conn) {
 // forwardQueries copies the client's bytes to the server, counting each query frame
 // before the bytes that complete it are written. It returns lost true when it cut the
 // client off after a query whose answer is to be lost (see LoseAnswers).
-func (p *Proxy) forwardQueries(client, server net.Conn) (lost bool) {
+func (p *Proxy) forwardQueries(client, server net.Conn, pr *pair) (lost bool) {
 	ps := parser{wants: p.wantsBodies}
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := client.Read(buf)
+		if n > 0 && pr.silent.Load() {
+			continue // swallowed
+		}
 		if n > 0 {
 			lose := false
 			ps.feed(buf[:n], func(typ int, body []byte) {
@@ -315,6 +391,20 @@ func (p *Proxy) forwardQueries(client, server net.Conn) (lost bool) {
 			return false
 		}
 	}
+}
+
+// silenceable is a connection's writer that swallows what it is given once its pair is
+// silenced.
+type silenceable struct {
+	w  io.Writer
+	pr *pair
+}
+
+func (s silenceable) Write(b []byte) (int, error) {
+	if s.pr.silent.Load() {
+		return len(b), nil
+	}
+	return s.w.Write(b)
 }
 
 // count records one complete frame; body is its JSON when tallies want it, else only

@@ -1,0 +1,119 @@
+package rdb
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+)
+
+// Conn is a session the queue dialed itself, which it replaces with a new one when its
+// connections go silent. The driver keeps a connection whose peer stopped answering
+// without closing (a network that drops packets, a half-open socket): every query sent on
+// it waits until its context ends, and the query the driver sends to stop it waits for
+// ever. So when a query of the queue's own, with a deadline of its own (an outcome write,
+// a heartbeat), runs out of time, Stalled dials a new session in the background and swaps
+// it in; the old one is closed, which ends every query and changefeed still waiting on
+// it, and their callers try again on the new one.
+//
+// A Conn is an r.QueryExecutor: queries are built from the first session's options (the
+// embedded session, never queried after a swap) and run on the current one.
+type Conn struct {
+	*r.Session // builds the queries; see Conn
+
+	opts r.ConnectOpts
+	log  *slog.Logger
+	cur  atomic.Pointer[r.Session]
+
+	mu      sync.Mutex
+	healing bool
+	closed  bool
+	done    chan struct{} // closed by Close: a heal under way stops
+}
+
+// healDialTimeout bounds each dial of a heal; a heal dials again after healPause until
+// one succeeds or the Conn closes.
+const (
+	healDialTimeout = time.Second
+	healPause       = 100 * time.Millisecond
+)
+
+// NewConn makes s, dialed with opts, a Conn.
+func NewConn(s *r.Session, opts r.ConnectOpts, log *slog.Logger) *Conn {
+	c := &Conn{Session: s, opts: opts, log: log, done: make(chan struct{})}
+	c.cur.Store(s)
+	return c
+}
+
+// IsConnected reports whether the current session is connected.
+func (c *Conn) IsConnected() bool { return c.cur.Load().IsConnected() }
+
+// Query runs q on the current session.
+func (c *Conn) Query(ctx context.Context, q r.Query) (*r.Cursor, error) {
+	return c.cur.Load().Query(ctx, q)
+}
+
+// Exec runs q on the current session.
+func (c *Conn) Exec(ctx context.Context, q r.Query) error {
+	return c.cur.Load().Exec(ctx, q)
+}
+
+// Stalled says that a query with a deadline of the queue's own ran out of time: the
+// session's connections may be silent. Unless a heal is under way, it dials a new session
+// in the background, swaps it in and closes the old one.
+func (c *Conn) Stalled() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.healing || c.closed {
+		return
+	}
+	c.healing = true
+	go c.heal()
+}
+
+func (c *Conn) heal() {
+	defer func() {
+		c.mu.Lock()
+		c.healing = false
+		c.mu.Unlock()
+	}()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), healDialTimeout)
+		s, err := Dial(ctx, c.opts)
+		cancel()
+		if err == nil {
+			c.mu.Lock()
+			if c.closed {
+				c.mu.Unlock()
+				s.Close()
+				return
+			}
+			old := c.cur.Swap(s)
+			c.mu.Unlock()
+			c.log.Warn("a query of the queue's own timed out: replaced the session's connections, which may have gone silent")
+			old.Close()
+			return
+		}
+		select {
+		case <-c.done:
+			return
+		case <-time.After(healPause):
+		}
+	}
+}
+
+// Close stops healing and closes the current session.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	close(c.done)
+	c.mu.Unlock()
+	return c.cur.Load().Close()
+}
