@@ -2,6 +2,7 @@ package changefeed_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,14 +46,21 @@ func TestFollowQueueBringsOthersChangesWithoutTheirBulk(t *testing.T) {
 		tbl.Get(id).Delete(),
 	}
 	var got []changefeed.Change
+	// The writer is waited for before the test ends: its last write's answer may come
+	// after the feed has seen the change, and the test's cleanup drops the database.
+	var writer sync.WaitGroup
+	var once sync.Once
+	defer writer.Wait()
 	err := changefeed.FollowQueue(ctx, s, tbl, self, r.RunOpts{}, func() {
-		go func() {
-			for _, w := range writes {
-				if err := w.Exec(s); err != nil {
-					t.Error(err)
+		once.Do(func() {
+			writer.Go(func() {
+				for _, w := range writes {
+					if err := w.Exec(s); err != nil {
+						t.Error(err)
+					}
 				}
-			}
-		}()
+			})
+		})
 	}, func(c changefeed.Change) {
 		got = append(got, c)
 		if c.New == nil && c.Old["id"] == id {

@@ -28,7 +28,11 @@ func (q *Queue) Workers(ctx context.Context) ([]rdb.WorkerEntry, error) {
 		return nil, err
 	}
 	defer end()
-	docs, err := q.db.Workers(ctx)
+	var docs []rdb.WorkerEntry
+	err = q.onSide(ctx, rdb.WorkersSuffix, func() (err error) {
+		docs, err = q.db.Workers(ctx)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("queue %s: list workers: %w", q.cfg.Name, err)
 	}

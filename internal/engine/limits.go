@@ -40,7 +40,7 @@ func (q *Queue) SetLimit(ctx context.Context, name string, l Limit) error {
 	if l.Window != nil {
 		stored.From, stored.To, stored.Location = l.Window.From, l.Window.To, l.Window.Location
 	}
-	if err := q.db.PutLimit(ctx, stored); err != nil {
+	if err := q.onSide(ctx, rdb.LimitsSuffix, func() error { return q.db.PutLimit(ctx, stored) }); err != nil {
 		return fmt.Errorf("queue %s: set the limit of %q: %w", q.cfg.Name, name, err)
 	}
 	if p := q.processor(); p != nil {
@@ -56,7 +56,11 @@ func (q *Queue) RemoveLimit(ctx context.Context, name string) error {
 		return err
 	}
 	defer end()
-	found, err := q.db.DeleteLimit(ctx, name)
+	var found bool
+	err = q.onSide(ctx, rdb.LimitsSuffix, func() (err error) {
+		found, err = q.db.DeleteLimit(ctx, name)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("queue %s: remove the limit of %q: %w", q.cfg.Name, name, err)
 	}
@@ -76,7 +80,12 @@ func (q *Queue) Limits(ctx context.Context) (map[string]Limit, error) {
 		return nil, err
 	}
 	defer end()
-	stored, bad, err := q.db.Limits(ctx)
+	var stored []rdb.StoredLimit
+	var bad []error
+	err = q.onSide(ctx, rdb.LimitsSuffix, func() (err error) {
+		stored, bad, err = q.db.Limits(ctx)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("queue %s: list limits: %w", q.cfg.Name, err)
 	}

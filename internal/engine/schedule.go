@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
@@ -46,7 +47,7 @@ func (q *Queue) Schedule(ctx context.Context, name, spec string, data any, opts 
 		return err
 	}
 	stored := rdb.StoredSchedule{Name: name, Spec: spec, Data: data, Options: rdb.ScheduleOptions(o), Next: sched.Next(time.Now())}
-	if err := q.db.PutSchedule(ctx, stored); err != nil {
+	if err := q.onSide(ctx, rdb.SchedulesSuffix, func() error { return q.db.PutSchedule(ctx, stored) }); err != nil {
 		return fmt.Errorf("queue %s: schedule %q: %w", q.cfg.Name, name, err)
 	}
 	return nil
@@ -59,7 +60,11 @@ func (q *Queue) Unschedule(ctx context.Context, name string) error {
 		return err
 	}
 	defer end()
-	found, err := q.db.DeleteSchedule(ctx, name)
+	var found bool
+	err = q.onSide(ctx, rdb.SchedulesSuffix, func() (err error) {
+		found, err = q.db.DeleteSchedule(ctx, name)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("queue %s: unschedule %q: %w", q.cfg.Name, name, err)
 	}
@@ -76,11 +81,31 @@ func (q *Queue) Schedules(ctx context.Context) ([]rdb.StoredSchedule, error) {
 		return nil, err
 	}
 	defer end()
-	docs, err := q.db.Schedules(ctx)
+	var docs []rdb.StoredSchedule
+	err = q.onSide(ctx, rdb.SchedulesSuffix, func() (err error) {
+		docs, err = q.db.Schedules(ctx)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("queue %s: list schedules: %w", q.cfg.Name, err)
 	}
 	return docs, nil
+}
+
+// onSide runs f, a query of the side table suffix, and runs it again, up to four times,
+// when twins of the table made its name ambiguous: queues that start together on a fresh
+// database may each create the table (RethinkDB does not serialize tableCreate), and a
+// query meets the twins until dbinit has merged them, which assertSide makes it do now.
+func (q *Queue) onSide(ctx context.Context, suffix string, f func() error) error {
+	for try := 0; ; try++ {
+		err := f()
+		if err == nil || try == 4 || !strings.Contains(err.Error(), "ambiguous") {
+			return err
+		}
+		if err := q.assertSide(ctx, suffix); err != nil {
+			return err
+		}
+	}
 }
 
 // assertSide creates the side table of the queue with the given suffix if it is missing.

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -252,4 +254,106 @@ func ExampleProxy() {
 	// measure, then read p.Queries().
 	fmt.Println(p.Host())
 	// Output: 127.0.0.1
+}
+
+// echo is a TCP server that writes back what it reads, for the fault tests.
+func echo(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); io.Copy(c, c) }()
+		}
+	}()
+	return l.Addr().String()
+}
+
+// roundTrip sends a byte through c and reports whether it came back within d.
+func roundTrip(c net.Conn, d time.Duration) bool {
+	c.SetDeadline(time.Now().Add(d))
+	if _, err := c.Write([]byte{'x'}); err != nil {
+		return false
+	}
+	b := make([]byte, 1)
+	_, err := io.ReadFull(c, b)
+	return err == nil
+}
+
+func TestPartitionResetsAndRefusesForAWhile(t *testing.T) {
+	p, err := Start(echo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	before, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer before.Close()
+	if !roundTrip(before, time.Second) {
+		t.Fatal("no echo before the partition")
+	}
+	p.Partition(300 * time.Millisecond)
+	if roundTrip(before, time.Second) {
+		t.Error("an open connection still answers after the partition began")
+	}
+	during, err := net.Dial("tcp", p.Addr())
+	if err == nil {
+		if roundTrip(during, 100*time.Millisecond) {
+			t.Error("a new connection answers during the partition")
+		}
+		during.Close()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		after, err := net.Dial("tcp", p.Addr())
+		if err == nil && roundTrip(after, time.Second) {
+			after.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("new connections do not answer after the partition")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestBlackholeSilencesForGood(t *testing.T) {
+	p, err := Start(echo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	before, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer before.Close()
+	if !roundTrip(before, time.Second) {
+		t.Fatal("no echo before the blackhole")
+	}
+	p.Blackhole(200 * time.Millisecond)
+	if roundTrip(before, 300*time.Millisecond) {
+		t.Error("an open connection answers in the blackhole")
+	}
+	time.Sleep(300 * time.Millisecond) // past the blackhole: the test is of what comes after it
+	if roundTrip(before, 300*time.Millisecond) {
+		t.Error("a silenced connection answers again")
+	}
+	after, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer after.Close()
+	if !roundTrip(after, time.Second) {
+		t.Error("a new connection does not answer after the blackhole")
+	}
 }

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+	"github.com/rjqgo/rethinkdb-job-queue/queue"
+)
+
+// result is what the checks found.
+type result struct {
+	took                                   time.Duration
+	added, finished, completed, terminated int
+	lost, stranded, duplicates, mismatches int
+	crashes                                int
+	explainedReruns                        int
+	faults                                 map[string]int
+	details                                []string
+}
+
+func (r result) clean() bool {
+	return r.lost == 0 && r.stranded == 0 && r.duplicates == 0 && r.mismatches == 0 && r.crashes == 0
+}
+
+func (r result) String() string {
+	var fs []string
+	total := 0
+	for k, n := range r.faults {
+		fs = append(fs, fmt.Sprintf("%d %s", n, k))
+		total += n
+	}
+	sort.Strings(fs)
+	return fmt.Sprintf("soak: %v, %d jobs added, %d finished (%d completed, %d terminated), %d lost, %d stranded, "+
+		"%d unexplained duplicate runs, %d outcome mismatches, %d crashes; %d faults (%s); %d reruns explained by a kill or a failure",
+		r.took.Round(time.Second), r.added, r.finished, r.completed, r.terminated, r.lost, r.stranded,
+		r.duplicates, r.mismatches, r.crashes, total, strings.Join(fs, ", "), r.explainedReruns)
+}
+
+// run is one handler run of a job, from a worker's ledger.
+type run struct {
+	pc      int
+	worker  *child
+	outcome string // ok, fail, cancelled, or "" when the run has no end line
+}
+
+// check waits for the queue to drain (every acknowledged job finished, or 5 minutes),
+// then checks every acknowledged job against the table and the ledgers.
+func (o *orchestrator) check(ctx context.Context, q *queue.Queue, started time.Time) (result, error) {
+	var res result
+	added, err := readAdded(filepath.Join(o.dir, "producer.ledger"))
+	if err != nil {
+		return res, err
+	}
+	res.added = len(added)
+	ids := make([]string, 0, len(added))
+	for id := range added {
+		ids = append(ids, id)
+	}
+	jobs := map[string]*job.Job{}
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		clear(jobs)
+		for chunk := range slices.Chunk(ids, 1000) {
+			cctx, cancel := context.WithTimeout(ctx, time.Minute)
+			got, err := q.GetJob(cctx, chunk...)
+			cancel()
+			if err != nil && !strings.Contains(err.Error(), "not found") {
+				return res, fmt.Errorf("read the jobs: %w", err)
+			}
+			for _, j := range got {
+				jobs[j.ID] = j
+			}
+			if err != nil {
+				// Some are missing: read them one by one to know which.
+				for _, id := range chunk {
+					if g, err := q.GetJob(ctx, id); err == nil {
+						jobs[id] = g[0]
+					}
+				}
+			}
+		}
+		unfinished := 0
+		for _, j := range jobs {
+			if !j.Status.Finished() {
+				unfinished++
+			}
+		}
+		if unfinished == 0 || time.Now().After(deadline) {
+			break
+		}
+		o.logf("soak: %d of %d jobs not finished yet", unfinished, len(added))
+		time.Sleep(5 * time.Second)
+	}
+	runs, err := o.readRuns()
+	if err != nil {
+		return res, err
+	}
+	for _, id := range ids {
+		j, ok := jobs[id]
+		if !ok {
+			res.lost++
+			res.details = append(res.details, "lost: "+id)
+			continue
+		}
+		if !j.Status.Finished() {
+			res.stranded++
+			res.details = append(res.details, fmt.Sprintf("stranded: %s %s", id, j.Status))
+			continue
+		}
+		res.finished++
+		switch j.Status {
+		case job.Completed:
+			res.completed++
+		case job.Terminated:
+			res.terminated++
+		}
+		o.judge(&res, j, runs[id])
+	}
+	for _, d := range res.details {
+		o.logf("%s", d)
+	}
+	return res, nil
+}
+
+// judge checks one finished job's runs: each claim ran at most once; a claim ran again
+// only after a failure or a run whose worker was killed; and the job's status agrees
+// with its last run.
+func (o *orchestrator) judge(res *result, j *job.Job, rs []run) {
+	byPC := map[int][]run{}
+	for _, r := range rs {
+		byPC[r.pc] = append(byPC[r.pc], r)
+	}
+	for pc, same := range byPC {
+		if len(same) > 1 {
+			res.duplicates++
+			res.details = append(res.details, fmt.Sprintf("duplicate: job %s claim %d ran %d times", j.ID, pc, len(same)))
+		}
+	}
+	for pc := 1; pc < j.ProcessCount; pc++ {
+		prev := byPC[pc]
+		if len(prev) == 0 {
+			// A claim whose run left no line: its worker died between claim and handler.
+			if o.anyKilled() {
+				res.explainedReruns++
+				continue
+			}
+			res.duplicates++
+			res.details = append(res.details, fmt.Sprintf("unexplained: job %s claim %d has no run in any ledger", j.ID, pc))
+			continue
+		}
+		r := prev[0]
+		switch {
+		case r.outcome == "fail":
+			res.explainedReruns++ // a retry
+		case !r.worker.killed.IsZero():
+			res.explainedReruns++ // its worker was killed before the outcome was written
+		default:
+			res.duplicates++
+			res.details = append(res.details, fmt.Sprintf("unexplained: job %s ran again after claim %d ended %q in %s, which was not killed",
+				j.ID, pc, r.outcome, r.worker.name))
+		}
+	}
+	last := byPC[j.ProcessCount]
+	if len(last) == 0 {
+		if j.Status == job.Terminated && o.anyKilled() {
+			return // its last claim's worker died before the handler ran; a Master ended it
+		}
+		res.mismatches++
+		res.details = append(res.details, fmt.Sprintf("mismatch: job %s is %s, and its last claim %d has no run", j.ID, j.Status, j.ProcessCount))
+		return
+	}
+	r := last[0]
+	switch {
+	case j.Status == job.Completed && r.outcome == "ok":
+	case j.Status == job.Terminated && r.outcome == "fail":
+	case j.Status == job.Terminated && !r.worker.killed.IsZero():
+		// Its worker was killed: a Master failed the run when its lease ended.
+	default:
+		res.mismatches++
+		res.details = append(res.details, fmt.Sprintf("mismatch: job %s is %s, but its last run (claim %d, %s) ended %q",
+			j.ID, j.Status, j.ProcessCount, r.worker.name, r.outcome))
+	}
+}
+
+func (o *orchestrator) anyKilled() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, c := range o.children {
+		if !c.killed.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
+// readAdded reads the producer's ledger: job id → retryMax.
+func readAdded(path string) (map[string]int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[string]int{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) == 3 && fs[0] == "added" {
+			out[fs[1]], _ = strconv.Atoi(fs[2])
+		}
+	}
+	return out, sc.Err()
+}
+
+// readRuns reads every worker's ledger: job id → its runs.
+func (o *orchestrator) readRuns() (map[string][]run, error) {
+	o.mu.Lock()
+	children := slices.Clone(o.children)
+	o.mu.Unlock()
+	out := map[string][]run{}
+	for _, c := range children {
+		f, err := os.Open(c.ledger)
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue
+			}
+			return nil, err
+		}
+		open := map[string]int{} // job+pc → index in out[job]
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			fs := strings.Fields(sc.Text())
+			if len(fs) < 4 {
+				continue // a line cut short by a kill
+			}
+			pc, _ := strconv.Atoi(fs[2])
+			key := fs[1] + " " + fs[2]
+			switch fs[0] {
+			case "start":
+				out[fs[1]] = append(out[fs[1]], run{pc: pc, worker: c})
+				open[key] = len(out[fs[1]]) - 1
+			case "end":
+				if i, ok := open[key]; ok && len(fs) == 5 {
+					out[fs[1]][i].outcome = fs[4]
+				}
+			}
+		}
+		f.Close()
+		if err := sc.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

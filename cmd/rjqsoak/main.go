@@ -1,0 +1,110 @@
+// Command rjqsoak runs the queue for a long time under faults and checks, at the end,
+// that no acknowledged job was lost, none was stranded, no run was repeated without a
+// reason, every job's status agrees with what its handler said, and no worker process
+// crashed.
+//
+//	go run ./cmd/rjqsoak -rethinkdb /path/to/rethinkdb -duration 60m
+//	go run ./cmd/rjqsoak -addr 127.0.0.1:28015 -duration 10m   # a server you run: no restarts
+//
+// It starts (with -rethinkdb) its own RethinkDB server in a temporary directory, and a
+// fault proxy (internal/testing/wirecount) in front of it, through which every other
+// process talks to the server: a producer process that adds jobs at -rate jobs a second
+// (four priorities, some delayed, some with more retries than others), and -workers
+// worker processes at -concurrency, whose handlers fail -fail of their runs, each a
+// Queue Master. Every -faults-every (a random time between its two values) it makes one
+// fault: it SIGKILLs a worker and starts another, cuts every connection, partitions the
+// network for 2–8 s (connections reset, new ones refused), makes every connection silent
+// for 2–8 s (packets dropped: no reset, the peer just stops answering), or (with
+// -rethinkdb) kills the server and starts it again.
+//
+// Each handler run appends "start" and then "end … ok|fail" lines for its job and claim
+// (processCount) to its worker's ledger, fsynced; the producer appends each job it has
+// an acknowledgement for. At the end the producer stops, the queue drains, and the
+// checks run on the table, the ledgers and the jobs' logs. The last line sums them up;
+// the exit status is 1 when any count that must be zero is not.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	role := flag.String("role", "", "internal: producer or worker (the orchestrator starts them)")
+	addr := flag.String("addr", "", "a RethinkDB server to use (host:port), instead of -rethinkdb")
+	server := flag.String("rethinkdb", "", "a RethinkDB binary: the soak starts its own server, and restarts it as a fault")
+	duration := flag.Duration("duration", 10*time.Minute, "how long to add jobs and make faults")
+	workers := flag.Int("workers", 3, "worker processes")
+	concurrency := flag.Int("concurrency", 8, "jobs each worker runs at once")
+	rate := flag.Float64("rate", 140, "jobs added per second")
+	fail := flag.Float64("fail", 0.05, "the share of handler runs that fail")
+	faultsMin := flag.Duration("faults-min", 10*time.Second, "the shortest wait between faults")
+	faultsMax := flag.Duration("faults-max", 40*time.Second, "the longest wait between faults")
+	dir := flag.String("dir", "", "where the ledgers and logs go (default: a new temporary directory)")
+	db := flag.String("db", "rjqsoak", "internal: the database")
+	ledger := flag.String("ledger", "", "internal: this process's ledger file")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch *role {
+	case "producer":
+		err = runProducer(ctx, *addr, *db, *ledger, *rate, *concurrency)
+	case "worker":
+		err = runWorker(ctx, *addr, *db, *ledger, *concurrency, *fail)
+	case "":
+		if (*addr == "") == (*server == "") {
+			log.Fatal("rjqsoak: give one of -addr (a server you run) and -rethinkdb (a binary the soak runs and restarts)")
+		}
+		if *dir == "" {
+			if *dir, err = os.MkdirTemp("", "rjqsoak-"); err != nil {
+				log.Fatal(err)
+			}
+		}
+		o := &orchestrator{
+			addr: *addr, server: *server, dir: *dir, duration: *duration, workers: *workers,
+			concurrency: *concurrency, rate: *rate, fail: *fail, faultsMin: *faultsMin, faultsMax: *faultsMax,
+		}
+		err = o.run(ctx)
+	default:
+		err = fmt.Errorf("unknown -role %q", *role)
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(os.Stderr, "rjqsoak:", err)
+		os.Exit(1)
+	}
+}
+
+// ledgerFile opens path for appending lines, each synced to disk before it returns.
+type ledgerFile struct{ f *os.File }
+
+func openLedger(path string) (*ledgerFile, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &ledgerFile{f}, nil
+}
+
+// write appends one line made of fields and syncs it.
+func (l *ledgerFile) write(fields ...string) error {
+	if _, err := l.f.WriteString(strings.Join(fields, " ") + "\n"); err != nil {
+		return err
+	}
+	return l.f.Sync()
+}
+
+func (l *ledgerFile) Close() error { return l.f.Close() }
