@@ -45,9 +45,9 @@ const root = "github.com/rjqgo/rethinkdb-job-queue"
 // published are the modules users install, by directory; the root requires none of them.
 var published = []string{".", "rjqweb", "rjqotel", "cmd/rjq"}
 
-// release is the version the sub-modules are served at here: none of them is required by
-// another published module except rjqweb (by cmd/rjq), which is served at cmd/rjq's
-// requirement.
+// release is the version the sub-modules are served at here, from the working tree: what
+// the next tag will be. (rjqweb, which cmd/rjq requires, is served at that requirement
+// too, from its commit.)
 const release = "v0.99.0"
 
 func main() {
@@ -75,26 +75,24 @@ func run() error {
 		}
 		mods[m.path] = m
 	}
-	// Each module is served at the version the others require, the same for all of them.
+	// The sub-modules require one version of each module of the repository.
+	required := map[string]string{}
 	for _, m := range mods {
 		for _, req := range m.requires {
-			other, ok := mods[req.path]
-			if !ok {
-				continue
+			if v, ok := required[req.path]; ok && v != req.version {
+				return fmt.Errorf("%s requires %s %s, another module %s: require one version everywhere (RELEASING.md)", m.path, req.path, req.version, v)
 			}
-			if other.version != "" && other.version != req.version {
-				return fmt.Errorf("%s requires %s %s, another module %s: require one version everywhere (RELEASING.md)", m.path, req.path, req.version, other.version)
-			}
-			other.version = req.version
+			required[req.path] = req.version
 		}
 	}
-	if mods[root].version == "" {
+	if required[root] == "" {
 		return errors.New("no sub-module requires the root module")
 	}
+	// The sub-modules are served from the working tree at a release version, as the next
+	// tag will serve them (a user's go install …@latest, go get …@latest); what they
+	// require, at the versions they require, each from its commit.
 	for _, m := range mods {
-		if m.version == "" {
-			m.version = release
-		}
+		m.version = release
 	}
 
 	tmp, err := os.MkdirTemp("", "rjq-modcheck-")
@@ -108,7 +106,9 @@ func run() error {
 	// earlier one), each from its commit.
 	var todo []requirement
 	for _, m := range mods {
-		todo = append(todo, requirement{m.path, m.version})
+		if m.path != root {
+			todo = append(todo, requirement{m.path, m.version})
+		}
 	}
 	served := map[requirement]bool{}
 	for len(todo) > 0 {
@@ -180,13 +180,13 @@ func run() error {
 				return err
 			}
 		}
-		steps := [][]string{{"get", p.mod + "@" + mods[p.mod].version}, {"mod", "tidy"}, {"build", "-o", os.DevNull, "."}}
+		steps := [][]string{{"get", p.mod + "@" + release}, {"mod", "tidy"}, {"build", "-o", os.DevNull, "."}}
 		for _, args := range steps {
 			if err := goCmd(dir, env, args...); err != nil {
 				return err
 			}
 		}
-		fmt.Printf("modcheck: a program that go gets %s@%s builds: ok\n", p.mod, mods[p.mod].version)
+		fmt.Printf("modcheck: a program that go gets %s@%s builds: ok\n", p.mod, release)
 	}
 	return nil
 }
