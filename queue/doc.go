@@ -66,7 +66,9 @@
 // way. Payloads, results, names and options that cannot be stored faithfully (a func or
 // chan, NaN, an integer beyond 2^53, a time past 2262, invalid UTF-8, a cycle) are refused
 // with an error wrapping job.ErrInvalid before anything is written; a handler result of
-// that kind completes the job without it, and the log entry says so.
+// that kind completes the job without it, and job.Job.Result says why. Outcomes are told
+// apart by job and run (processCount): a run's outcome that landed is never taken for the
+// next run's of the same job.
 //
 // # Delivery: once, or at least once
 //
@@ -77,7 +79,14 @@
 // from the cluster: a failover that lasts longer than the lease, a network partition),
 // a Queue Master fails its running jobs, and they run again elsewhere; the cut-off run's
 // outcome, written late, is dropped, since the run no longer owns the job. So delivery
-// is exactly once while failures are shorter than the lease, and at least once beyond:
+// is exactly once while failures are shorter than the lease, and at least once beyond.
+// A run whose handler has returned keeps its lease renewed until its outcome is written,
+// and the outcome write is retried before the lease ends, never after; a connection that
+// goes silent (no reset, no answer) is given up within a quarter of the lease, and the
+// queue then replaces its session's connections (for a session it dialed itself; a
+// ConnectOptions.Session of yours is yours to mend). Measured with cmd/rjqsoak: kills,
+// cuts, partitions (reset and silent) and server restarts, no job lost, stranded or run
+// twice but for the kills and the handlers' failures. Beyond the lease:
 // make handlers idempotent, or give them a lease longer than the failures they must
 // ride out (the default, 11 s, outlasts a primary's failover in a RethinkDB cluster,
 // measured at 2 to 5 s). The job's log tells the two apart: a run that followed an

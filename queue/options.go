@@ -182,7 +182,7 @@ func resolve(cxn *ConnectOptions, opts *Options) (engine.Config, []Middleware, e
 	}
 	host, port, err := serverAddress(cxn)
 	if err != nil {
-		return engine.Config{}, nil, err
+		return engine.Config{}, nil, publicErr(err)
 	}
 	c := engine.Config{
 		Host:           cmp.Or(host, DefaultHost),
@@ -211,6 +211,7 @@ func resolve(cxn *ConnectOptions, opts *Options) (engine.Config, []Middleware, e
 		EventBuffer:    cmp.Or(opts.EventBuffer, DefaultEventBuffer),
 		Shards:         opts.Shards,
 		Replicas:       opts.Replicas,
+		Public:         publicErr,
 	}
 	if c.BaseContext == nil {
 		c.BaseContext = context.Background
@@ -227,5 +228,5 @@ func resolve(cxn *ConnectOptions, opts *Options) (engine.Config, []Middleware, e
 			return engine.Config{}, nil, fmt.Errorf("%w: middleware %d is nil", ErrInvalidOption, i)
 		}
 	}
-	return c, slices.Clone(opts.Middleware), c.Validate()
+	return c, slices.Clone(opts.Middleware), publicErr(c.Validate())
 }

@@ -45,6 +45,10 @@ type Config struct {
 	Metrics        Metrics
 	Shards         int
 	Replicas       int
+	// Public, when set, turns the engine's errors into the caller's where they reach
+	// users without passing through the caller: a job's saves (Update, AddLog,
+	// UpdateProgress) and the cause of a handler's context at Stop.
+	Public func(error) error
 }
 
 // RemoveImmediately is the value of Config.RemoveFinished that removes each job as soon as

@@ -27,6 +27,10 @@ func (s jobStore) QueueID() string { return s.q.id }
 // updated" with the replaced values as its data, so the old values and the new ones
 // cannot interleave with another writer's.
 func (s jobStore) SaveJob(ctx context.Context, j *job.Job) error {
+	return s.q.public(s.saveJob(ctx, j))
+}
+
+func (s jobStore) saveJob(ctx context.Context, j *job.Job) error {
 	if err := s.q.beginJob(ctx); err != nil {
 		return err
 	}
@@ -61,6 +65,10 @@ func (q *Queue) updateJob(ctx context.Context, j *job.Job, e job.LogEntry, owner
 
 // SaveLog appends a log entry for Job.AddLog.
 func (s jobStore) SaveLog(ctx context.Context, j *job.Job, data any, message string, typ job.LogType, status job.Status) error {
+	return s.q.public(s.saveLog(ctx, j, data, message, typ, status))
+}
+
+func (s jobStore) saveLog(ctx context.Context, j *job.Job, data any, message string, typ job.LogType, status job.Status) error {
 	q := s.q
 	if err := q.beginJob(ctx); err != nil {
 		return err
@@ -84,6 +92,10 @@ func (s jobStore) SaveLog(ctx context.Context, j *job.Job, data any, message str
 // job running here that come faster than progressInterval are coalesced: the call returns
 // at once, and the last value is written when the interval has passed.
 func (s jobStore) SaveProgress(ctx context.Context, j *job.Job, percent float64) error {
+	return s.q.public(s.saveProgress(ctx, j, percent))
+}
+
+func (s jobStore) saveProgress(ctx context.Context, j *job.Job, percent float64) error {
 	q := s.q
 	if err := q.beginJob(ctx); err != nil {
 		return err

@@ -93,7 +93,7 @@ func (q *Queue) finishShutdown(ctx context.Context, last func(context.Context) e
 	}
 	if p := q.processor(); p != nil {
 		// With ctx over already, this gives up at once: the runs are cut off.
-		if err := p.Stop(ctx, ErrStopped); waitErr == nil {
+		if err := p.Stop(ctx, q.public(ErrStopped)); waitErr == nil {
 			waitErr = err
 		}
 	}

@@ -330,3 +330,11 @@ func (q *Queue) stalled() {
 		q.conn.Stalled()
 	}
 }
+
+// public is err as the caller's API gives it (see Config.Public).
+func (q *Queue) public(err error) error {
+	if err == nil || q.cfg.Public == nil {
+		return err
+	}
+	return q.cfg.Public(err)
+}
