@@ -6,11 +6,21 @@
 // prepares the database, the table and its indexes in the background; every method waits
 // for that, and Ready waits for it alone:
 //
-//	q, err := queue.New(ctx, &queue.ConnectOptions{Host: "db1"}, &queue.Options{Name: "mail"})
+//	q, err := queue.New(ctx, &queue.ConnectOptions{Address: "db1:28015"}, &queue.Options{Name: "mail"})
 //	if err != nil { ... }
 //	defer q.Stop(ctx)
-//	j := q.CreateJob(map[string]any{"to": "ann@example.com"}).SetPriority(job.High)
+//	j := q.CreateJob(Welcome{To: "ann@example.com"}).SetName("welcome").SetPriority(job.High)
 //	_, err = q.AddJob(ctx, j)
+//
+// Payloads are stored by their json names (see "Payloads" in package job). A worker routes
+// jobs by name with a Mux:
+//
+//	mux := queue.NewMux()
+//	mux.Handle("welcome", queue.HandlerFor(sendWelcome)) // func(ctx, *job.Job, Welcome) (any, error)
+//	err = q.Process(mux.Handler())
+//
+// ParseURL reads connection settings from one URL (rethinkdb://user:pass@host:port/db).
+// Code that only adds jobs can take an Adder, which rjqtest.Adder fakes in unit tests.
 //
 // # Errors
 //

@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/rjqgo/rethinkdb-job-queue/job"
@@ -36,4 +37,42 @@ func ExampleMiddleware() {
 	// start report
 	// work
 	// end report
+}
+
+// A worker that handles two kinds of job routes them by name. (Here the Mux's handler is
+// called directly; a worker gives it to Queue.Process.)
+func ExampleMux() {
+	type welcome struct {
+		To string `json:"to"`
+	}
+	mux := queue.NewMux()
+	mux.Handle("welcome", queue.HandlerFor(func(_ context.Context, _ *job.Job, w welcome) (any, error) {
+		return "welcomed " + w.To, nil
+	}))
+	mux.Handle("report", func(context.Context, *job.Job) (any, error) { return "reported", nil })
+	h := mux.Handler()
+
+	for _, j := range []*job.Job{
+		job.New(welcome{To: "ann@example.com"}, job.Options{Name: "welcome"}),
+		job.New(nil, job.Options{Name: "report"}),
+		job.New(nil, job.Options{Name: "invoice"}),
+	} {
+		res, err := h(context.Background(), j)
+		fmt.Println(res, errors.Is(err, queue.ErrNoHandler))
+	}
+	// Output:
+	// welcomed ann@example.com false
+	// reported false
+	// <nil> true
+}
+
+// Connection settings from one URL, such as a RETHINKDB_URL setting.
+func ExampleParseURL() {
+	cxn, err := queue.ParseURL("rethinkdb://worker:secret@db1:29015/jobs")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(cxn.Address, cxn.DB, cxn.Username)
+	// Output: db1:29015 jobs worker
 }
