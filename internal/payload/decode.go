@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
 )
 
 var (
@@ -323,7 +325,7 @@ func decodeScalar(stored any, v reflect.Value, path string) error {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
 		reflect.Float32, reflect.Float64:
-		f, ok := number(stored)
+		f, ok := docfmt.Number(stored)
 		if !ok {
 			return mismatch(path, stored, t)
 		}
@@ -349,25 +351,6 @@ func decodeScalar(stored any, v reflect.Value, path string) error {
 	return fail(path, "cannot decode into %s", t)
 }
 
-// number reads a stored number in any form it takes after decoding.
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, true
-	case float32:
-		return float64(n), true
-	case int:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case int32:
-		return float64(n), true
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	}
-	return 0, false
-}
 
 // toJSON writes a stored tree as JSON text, times in RFC 3339, for a json.Unmarshaler.
 func toJSON(stored any) ([]byte, error) {
