@@ -226,7 +226,13 @@ func (c *Collector) WriteTo(ctx context.Context, w io.Writer) {
 			n      int
 		}{{job.Waiting, s.Waiting}, {job.Active, s.Active}, {job.Completed, s.Completed},
 			{job.Cancelled, s.Cancelled}, {job.Failed, s.Failed}, {job.Terminated, s.Terminated}} {
+			if s.FinishedUnknown && kv.status.Finished() {
+				continue // not counted yet: no series rather than a wrong 0
+			}
 			fmt.Fprintf(&b, "rjq_queue_jobs{queue=%s,status=%s} %d\n", label(q.Name()), label(string(kv.status)), kv.n)
+		}
+		if s.FinishedUnknown {
+			fmt.Fprintf(&b, "# rjq_queue_jobs{queue=%s}: finished jobs not counted yet (about %d); a Queue Master's first tally counts them\n", label(q.Name()), s.FinishedEstimate)
 		}
 	}
 	writeState(ctx, &b, watched)

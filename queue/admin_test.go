@@ -180,8 +180,11 @@ func TestSummaryReadsFinishedJobsFromTheTally(t *testing.T) {
 	}
 	s, err := f.q.Summary(ctx)
 	require.NoError(t, err)
-	assert.Zero(t, s.FinishedAsOf, "no tally yet: every job counted")
-	assert.Equal(t, 2, s.Completed)
+	assert.Zero(t, s.FinishedAsOf)
+	assert.True(t, s.FinishedUnknown, "no tally yet: a big table's finished jobs are not counted on a request")
+	assert.Zero(t, s.Completed)
+	assert.Equal(t, []int{2, 1, 1}, []int{s.Waiting, s.Active, s.Failed}, "live jobs counted exactly")
+	assert.Equal(t, s.Waiting+s.Active+s.Failed+s.FinishedEstimate, s.Total)
 
 	require.NoError(t, master.AdvanceTally(ctx, master.Target{Session: f.raw, DB: f.db, Table: f.q.Name(), QueueID: "test"}))
 	f.setRaw(t, jobs[6].ID, map[string]any{"status": "completed", "dateFinished": time.Now()})

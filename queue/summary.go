@@ -29,6 +29,13 @@ type Summary struct {
 	// Terminated come from the Queue Master's tally (see Queue.Summary) and count the jobs
 	// that finished before this time: show them as estimates ("≈").
 	FinishedAsOf time.Time `json:"finishedAsOf,omitzero"`
+	// FinishedUnknown is true on a big table (see Queue.Summary) that no Queue Master has
+	// tallied yet: the finished jobs have not been counted, so Completed, Cancelled and
+	// Terminated are 0, FinishedEstimate is the server's estimate of their sum (its
+	// document count estimate less the live jobs, which are exact), and Total is the live
+	// jobs plus that estimate. A Master's first tally counts them in the background.
+	FinishedUnknown  bool `json:"finishedUnknown,omitempty"`
+	FinishedEstimate int  `json:"finishedEstimate,omitempty"`
 }
 
 // String formats s as %+v would, leaving out FinishedAsOf when the counts are exact:
@@ -38,6 +45,9 @@ func (s Summary) String() string {
 		s.Waiting, s.Active, s.Completed, s.Cancelled, s.Failed, s.Terminated, s.Total)
 	if !s.FinishedAsOf.IsZero() {
 		out += " FinishedAsOf:" + s.FinishedAsOf.UTC().Format(time.RFC3339)
+	}
+	if s.FinishedUnknown {
+		out += fmt.Sprintf(" FinishedUnknown:true FinishedEstimate:%d", s.FinishedEstimate)
 	}
 	return out + "}"
 }
@@ -54,8 +64,12 @@ func (s Summary) String() string {
 //     removed by other means (RemoveJob, Reset, a Node.js worker) until a new tally; on a
 //     table never tallied, the first tally counts what is there in the background.
 //
-// A table of fewer than about ten thousand jobs, or one with no tally yet, is counted
-// exactly, as one grouped count (seconds at a million jobs: run a Queue Master).
+// A table of fewer than about ten thousand jobs is counted exactly, as one grouped count.
+// A bigger one that no Queue Master has tallied yet (a queue Node.js workers filled,
+// adopted before a Go Master ran) is not scanned either: its finished jobs are
+// FinishedUnknown, with FinishedEstimate from the table's metadata, until the first
+// tally, which a Master builds in bounded slices in the background. So Summary costs a
+// few index reads at any size.
 func (q *Queue) Summary(ctx context.Context) (Summary, error) {
 	c, err := q.e.Summary(ctx)
 	if err != nil {
@@ -71,10 +85,11 @@ func summaryOf(c rdb.Counts) Summary {
 	s := Summary{
 		Waiting: n[job.Waiting], Active: n[job.Active], Completed: n[job.Completed],
 		Cancelled: n[job.Cancelled], Failed: n[job.Failed], Terminated: n[job.Terminated],
-		FinishedAsOf: c.FinishedAsOf,
+		FinishedAsOf: c.FinishedAsOf, FinishedUnknown: c.FinishedUnknown, FinishedEstimate: c.FinishedEstimate,
 	}
 	for _, k := range n {
 		s.Total += k
 	}
+	s.Total += c.FinishedEstimate
 	return s
 }

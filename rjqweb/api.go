@@ -366,7 +366,13 @@ func (d *dashboard) metrics(w http.ResponseWriter, req *http.Request) {
 		status string
 		n      int
 	}{{"waiting", s.Waiting}, {"active", s.Active}, {"completed", s.Completed}, {"cancelled", s.Cancelled}, {"failed", s.Failed}, {"terminated", s.Terminated}} {
+		if s.FinishedUnknown && job.Status(kv.status).Finished() {
+			continue // not counted yet: no series rather than a wrong 0
+		}
 		fmt.Fprintf(w, "rjq_jobs{queue=%q,status=%q} %d\n", name, kv.status, kv.n)
+	}
+	if s.FinishedUnknown {
+		fmt.Fprintf(w, "# rjq_jobs{queue=%q}: finished jobs not counted yet (about %d); a Queue Master's first tally counts them\n", name, s.FinishedEstimate)
 	}
 	fmt.Fprintln(w, "# HELP rjq_events_total Queue events seen on the table's changefeed since the dashboard started.")
 	fmt.Fprintln(w, "# TYPE rjq_events_total counter")

@@ -55,6 +55,14 @@ func cmdSummary(ctx context.Context, c config, args []string, out io.Writer) err
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "queue\twaiting\tactive\tcompleted\tcancelled\tfailed\tterminated\ttotal\t\n")
+	if s.FinishedUnknown {
+		fmt.Fprintf(w, "%s\t%d\t%d\t?\t?\t%d\t?\t≈%d\t\n", c.queue, s.Waiting, s.Active, s.Failed, s.Total)
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(out, "finished jobs not counted yet (about %d): a Queue Master's first tally counts them in the background\n", s.FinishedEstimate)
+		return err
+	}
 	fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", c.queue, s.Waiting, s.Active, s.Completed, s.Cancelled, s.Failed, s.Terminated, s.Total)
 	return w.Flush()
 }
@@ -326,6 +334,9 @@ func cmdQueues(ctx context.Context, c config, args []string, out io.Writer) erro
 			continue
 		}
 		n := func(st job.Status) string {
+			if q.FinishedUnknown && st.Finished() {
+				return "?"
+			}
 			v := fmt.Sprint(q.Counts[st])
 			if !q.FinishedAsOf.IsZero() && st.Finished() {
 				v = "≈" + v

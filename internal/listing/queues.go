@@ -19,6 +19,10 @@ type Queue struct {
 	// come from the tally, as of then (see rdb.Counts).
 	Counts       map[job.Status]int `json:"counts"`
 	FinishedAsOf time.Time          `json:"finishedAsOf,omitzero"`
+	// FinishedUnknown and FinishedEstimate: the finished jobs of a big table no Master has
+	// tallied yet (see rdb.Counts).
+	FinishedUnknown  bool `json:"finishedUnknown,omitempty"`
+	FinishedEstimate int  `json:"finishedEstimate,omitempty"`
 	// Paused is true when its State Document says every queue of the table is paused.
 	Paused bool `json:"paused"`
 	// OldestWaitingSeconds is how long its oldest due job has waited to be claimed.
@@ -86,6 +90,7 @@ func readQueue(ctx context.Context, s r.QueryExecutor, db string, now time.Time,
 		return
 	}
 	q.Counts, q.FinishedAsOf = c.ByStatus, c.FinishedAsOf
+	q.FinishedUnknown, q.FinishedEstimate = c.FinishedUnknown, c.FinishedEstimate
 	state, err := t.State(ctx)
 	if err != nil {
 		q.Error = err.Error()

@@ -149,29 +149,40 @@ type Counts struct {
 	// terminated) come from the tally: exact up to that time, jobs that finished since
 	// not counted. The live statuses are always exact.
 	FinishedAsOf time.Time
+	// FinishedUnknown says that the table is too big to count its finished jobs on a
+	// request and has no tally yet: ByStatus holds the live statuses only, and
+	// FinishedEstimate the server's estimate of the rest (its document count estimate less
+	// the live jobs).
+	FinishedUnknown  bool
+	FinishedEstimate int
 }
 
 // Counts counts the table's jobs: every one, with one grouped count on the status index,
-// while there is no tally or the table holds fewer than exactBelow documents; else the
-// live jobs through the status index and the finished ones from the tally, so that the
-// count costs the same at a million finished jobs as at none.
+// while the table holds fewer than exactBelow documents; else the live jobs through the
+// status index and the finished ones from the tally, so that the count costs the same at
+// a million finished jobs as at none. A big table with no tally yet (a queue that Node.js
+// workers filled, adopted before any Queue Master of this library ran) is never scanned
+// on a request: its finished jobs are FinishedUnknown, with an estimate.
 func (t *Table) Counts(ctx context.Context, exactBelow int) (Counts, error) {
+	size, err := t.EstimatedSize(ctx)
+	if err != nil || size < exactBelow {
+		counts, err := t.CountByStatus(ctx)
+		return Counts{ByStatus: counts}, err
+	}
 	tally, err := t.ReadTally(ctx)
 	if err != nil {
 		return Counts{}, err
 	}
-	exact := !tally.Found
-	if !exact {
-		size, err := t.EstimatedSize(ctx)
-		exact = err != nil || size < exactBelow
-	}
-	if exact {
-		counts, err := t.CountByStatus(ctx)
-		return Counts{ByStatus: counts}, err
-	}
 	live, err := t.LiveCounts(ctx)
 	if err != nil {
 		return Counts{}, err
+	}
+	if !tally.Found {
+		n := size
+		for _, k := range live {
+			n -= k
+		}
+		return Counts{ByStatus: live, FinishedUnknown: true, FinishedEstimate: max(n, 0)}, nil
 	}
 	live[job.Completed], live[job.Cancelled], live[job.Terminated] = tally.Completed, tally.Cancelled, tally.Terminated
 	return Counts{ByStatus: live, FinishedAsOf: tally.AsOf}, nil
