@@ -351,7 +351,6 @@ func decodeScalar(stored any, v reflect.Value, path string) error {
 	return fail(path, "cannot decode into %s", t)
 }
 
-
 // toJSON writes a stored tree as JSON text, times in RFC 3339, for a json.Unmarshaler.
 func toJSON(stored any) ([]byte, error) {
 	return json.Marshal(stored)
