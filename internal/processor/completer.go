@@ -110,10 +110,14 @@ func (c *completer) putBack(outs []*outcome) {
 // retryWait is how long to wait before writing outs again after a failed write: the
 // backoff, jittered, but never so long that a lease ends first: at most half of the
 // shortest lease left (and at least minRetryWait), so that a connection loss shorter
-// than the lease costs no second run.
+// than the lease costs no second run. Once a lease has ended there is no hurry left: the
+// backoff alone.
 func retryWait(backoff time.Duration, outs []*outcome, now time.Time) time.Duration {
 	wait := backoff/2 + rand.N(backoff/2+1)
-	return max(min(wait, leaseLeft(outs, now)/2), minRetryWait)
+	if left := leaseLeft(outs, now); left > 0 {
+		wait = max(min(wait, left/2), minRetryWait)
+	}
+	return wait
 }
 
 // minRetryWait is the shortest wait between failed outcome writes.

@@ -54,3 +54,31 @@ func TestAnOutcomeThatLandedIsNotTakenForTheNextRunsOutcome(t *testing.T) {
 	assert.Equal(t, []string{j.ID}, h.of(EventFailed), "the first outcome's event, once")
 	assert.Equal(t, []string{j.ID}, h.of(EventCompleted), "the second's, once")
 }
+
+func TestRetryWaitNeverOutlastsALease(t *testing.T) {
+	now := time.Now()
+	withLease := func(left time.Duration) []*outcome {
+		rn := &run{}
+		rn.leaseEnd.Store(now.Add(left).UnixNano())
+		return []*outcome{{rn: rn}}
+	}
+	for _, c := range []struct {
+		name          string
+		backoff, left time.Duration
+		min, max      time.Duration
+	}{
+		{"the backoff, jittered, when the lease is far", time.Second, time.Hour, 500 * time.Millisecond, time.Second},
+		{"at most half the lease left", 30 * time.Second, 4 * time.Second, 20 * time.Millisecond, 2 * time.Second},
+		{"never below the floor", 30 * time.Second, 10 * time.Millisecond, minRetryWait, minRetryWait},
+		{"the backoff alone once the lease has ended", 8 * time.Second, -time.Second, 4 * time.Second, 8 * time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for range 100 {
+				w := retryWait(c.backoff, withLease(c.left), now)
+				if w < c.min || w > c.max {
+					t.Fatalf("retryWait = %v, want within %v..%v", w, c.min, c.max)
+				}
+			}
+		})
+	}
+}
