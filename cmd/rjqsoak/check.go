@@ -49,7 +49,14 @@ func (r result) String() string {
 type run struct {
 	pc      int
 	worker  *child
+	start   time.Time
 	outcome string // ok, fail, cancelled, or "" when the run has no end line
+}
+
+// killedBefore reports whether r's worker was killed before t (or at all, for the zero t).
+func (r run) killedBefore(t time.Time) bool {
+	k := r.worker.killed
+	return !k.IsZero() && (t.IsZero() || k.Before(t))
 }
 
 // check waits for the queue to drain (every acknowledged job finished, or 5 minutes),
@@ -158,10 +165,16 @@ func (o *orchestrator) judge(res *result, j *job.Job, rs []run) {
 			continue
 		}
 		r := prev[0]
+		var next time.Time // when the job's next run started, if a ledger has it
+		for later := pc + 1; later <= j.ProcessCount && next.IsZero(); later++ {
+			if rs := byPC[later]; len(rs) > 0 {
+				next = rs[0].start
+			}
+		}
 		switch {
 		case r.outcome == "fail":
 			res.explainedReruns++ // a retry
-		case !r.worker.killed.IsZero():
+		case r.killedBefore(next):
 			res.explainedReruns++ // its worker was killed before the outcome was written
 		default:
 			res.duplicates++
@@ -182,7 +195,7 @@ func (o *orchestrator) judge(res *result, j *job.Job, rs []run) {
 	switch {
 	case j.Status == job.Completed && r.outcome == "ok":
 	case j.Status == job.Terminated && r.outcome == "fail":
-	case j.Status == job.Terminated && !r.worker.killed.IsZero():
+	case j.Status == job.Terminated && r.killedBefore(time.Time{}):
 		// Its worker was killed: a Master failed the run when its lease ended.
 	default:
 		res.mismatches++
@@ -245,10 +258,16 @@ func (o *orchestrator) readRuns() (map[string][]run, error) {
 			key := fs[1] + " " + fs[2]
 			switch fs[0] {
 			case "start":
-				out[fs[1]] = append(out[fs[1]], run{pc: pc, worker: c})
+				r := run{pc: pc, worker: c}
+				if len(fs) == 5 {
+					if ns, err := strconv.ParseInt(fs[4], 10, 64); err == nil {
+						r.start = time.Unix(0, ns)
+					}
+				}
+				out[fs[1]] = append(out[fs[1]], r)
 				open[key] = len(out[fs[1]]) - 1
 			case "end":
-				if i, ok := open[key]; ok && len(fs) == 5 {
+				if i, ok := open[key]; ok && len(fs) >= 5 {
 					out[fs[1]][i].outcome = fs[4]
 				}
 			}

@@ -49,6 +49,7 @@ func main() {
 	fail := flag.Float64("fail", 0.05, "the share of handler runs that fail")
 	faultsMin := flag.Duration("faults-min", 10*time.Second, "the shortest wait between faults")
 	faultsMax := flag.Duration("faults-max", 40*time.Second, "the longest wait between faults")
+	kinds := flag.String("kinds", "kill,cut,partition,silent,restart", "the kinds of fault to make (restart: with -rethinkdb only)")
 	dir := flag.String("dir", "", "where the ledgers and logs go (default: a new temporary directory)")
 	db := flag.String("db", "rjqsoak", "internal: the database")
 	ledger := flag.String("ledger", "", "internal: this process's ledger file")
@@ -74,6 +75,7 @@ func main() {
 		o := &orchestrator{
 			addr: *addr, server: *server, dir: *dir, duration: *duration, workers: *workers,
 			concurrency: *concurrency, rate: *rate, fail: *fail, faultsMin: *faultsMin, faultsMax: *faultsMax,
+			kinds: strings.Split(*kinds, ","),
 		}
 		err = o.run(ctx)
 	default:

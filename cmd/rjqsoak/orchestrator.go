@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +29,7 @@ type orchestrator struct {
 	workers, concurrency int
 	rate, fail           float64
 	faultsMin, faultsMax time.Duration
+	kinds                []string
 
 	srv   *serverProc
 	proxy *wirecount.Proxy
@@ -192,9 +194,18 @@ func (o *orchestrator) crash(name string, err error) {
 
 // faultLoop makes a fault every faultsMin..faultsMax until end.
 func (o *orchestrator) faultLoop(ctx context.Context, end time.Time) {
-	kinds := []string{"kill", "cut", "partition", "silent"}
-	if o.srv != nil {
-		kinds = append(kinds, "restart")
+	var kinds []string
+	for _, k := range o.kinds {
+		switch {
+		case k == "restart" && o.srv == nil:
+		case slices.Contains([]string{"kill", "cut", "partition", "silent", "restart"}, k):
+			kinds = append(kinds, k)
+		}
+	}
+	if len(kinds) == 0 {
+		o.logf("soak: no faults")
+		<-time.After(time.Until(end))
+		return
 	}
 	for {
 		wait := o.faultsMin + rand.N(o.faultsMax-o.faultsMin+1)

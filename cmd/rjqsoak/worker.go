@@ -14,7 +14,8 @@ import (
 )
 
 // runWorker processes the soak's jobs until ctx ends (SIGTERM), then stops its queue.
-// Each run appends "start ID PC PID" before its work and "end ID PC PID ok|fail" after.
+// Each run appends "start ID PC PID TIME" before its work and "end ID PC PID ok|fail TIME"
+// after (TIME in Unix nanoseconds).
 func runWorker(ctx context.Context, addr, db, ledgerPath string, concurrency int, fail float64) error {
 	l, err := openLedger(ledgerPath)
 	if err != nil {
@@ -32,22 +33,23 @@ func runWorker(ctx context.Context, addr, db, ledgerPath string, concurrency int
 	pid := strconv.Itoa(os.Getpid())
 	err = q.Process(func(ctx context.Context, j *job.Job) (any, error) {
 		pc := strconv.Itoa(j.ProcessCount)
-		if err := l.write("start", j.ID, pc, pid); err != nil {
+		stamp := func() string { return strconv.FormatInt(time.Now().UnixNano(), 10) }
+		if err := l.write("start", j.ID, pc, pid, stamp()); err != nil {
 			return nil, err
 		}
 		select {
 		case <-time.After(5*time.Millisecond + rand.N(45*time.Millisecond)):
 		case <-ctx.Done():
-			l.write("end", j.ID, pc, pid, "cancelled")
+			l.write("end", j.ID, pc, pid, "cancelled", stamp())
 			return nil, context.Cause(ctx)
 		}
 		if rand.Float64() < fail {
-			if err := l.write("end", j.ID, pc, pid, "fail"); err != nil {
+			if err := l.write("end", j.ID, pc, pid, "fail", stamp()); err != nil {
 				return nil, err
 			}
 			return nil, errors.New("the soak's handler fails this run")
 		}
-		if err := l.write("end", j.ID, pc, pid, "ok"); err != nil {
+		if err := l.write("end", j.ID, pc, pid, "ok", stamp()); err != nil {
 			return nil, err
 		}
 		return "ok", nil

@@ -67,6 +67,9 @@ type Queue struct {
 	exactBelow int
 }
 
+// stopTimeout bounds the driver's STOP of a query whose context ended (see connectOpts).
+const stopTimeout = 5 * time.Second
+
 // dialTimeout bounds New's dial when its context has no deadline.
 const dialTimeout = 10 * time.Second
 
@@ -130,6 +133,12 @@ func connectOpts(cfg Config) r.ConnectOpts {
 		Password:  cfg.Password,
 		Timeout:   dialTimeout,
 		TLSConfig: cfg.TLS,
+		// The driver stops a query whose context ended with a STOP that waits for its
+		// answer under these timeouts, for ever without them: on a connection gone
+		// silent, that held the query (and the session's lock) for good. Every query of
+		// the queue has a context of its own, so they bound nothing else.
+		ReadTimeout:  stopTimeout,
+		WriteTimeout: stopTimeout,
 	}
 	if len(cfg.Addresses) > 0 {
 		opts.Address = ""

@@ -61,12 +61,17 @@ func (p *Processor) beat(started time.Time) (err error) {
 	// A run claimed less than half a period ago holds a lease that outlasts the next beat
 	// by the margin: only older ones are renewed, so that a busy queue of short jobs
 	// rewrites none. Runs whose handler has returned but whose outcome is not written yet
-	// (a connection lost) are renewed too, until it is: their lease must not end first.
+	// (a connection lost) are renewed too, until it is: their lease must not end first;
+	// and so are the jobs a claim whose answer was lost may hold, until the producer
+	// finds them.
 	now := time.Now()
 	runs := append(p.exec.runsStartedBefore(now.Add(-p.cfg.Heartbeat/2)), p.comp.unwritten()...)
-	if len(runs) > 0 {
+	ids := p.prod.lostClaims()
+	if len(runs) > 0 || len(ids) > 0 {
 		lease := HeartbeatLease(p.cfg.Heartbeat)
-		ids := make(map[string]int, len(runs))
+		if ids == nil {
+			ids = make(map[string]int, len(runs))
+		}
 		for _, rn := range runs {
 			ids[rn.claimed.ID] = rn.claimed.ProcessCount
 		}

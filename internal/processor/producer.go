@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -41,8 +42,18 @@ const maxHints = 10000
 
 // claimTimeout bounds one round of the producer's queries, which Stop cannot cut short. A
 // round on a healthy server takes milliseconds; one that runs out of time met a
-// connection gone silent, and the session is replaced (Config.Stalled).
+// connection gone silent, and the session is replaced (Config.Stalled). With heartbeats
+// on, a round is given up within a quarter of a lease (see roundTimeout), so that a claim
+// whose answer was lost is found while its lease lasts.
 const claimTimeout = 10 * time.Second
+
+// roundTimeout is how long one round of the producer may take.
+func (p *Processor) roundTimeout() time.Duration {
+	if p.cfg.Heartbeat <= 0 {
+		return claimTimeout
+	}
+	return min(claimTimeout, max(HeartbeatLease(p.cfg.Heartbeat)/4, minWriteTimeout))
+}
 
 // maxClaimBackoff bounds the wait between claims that fail (database unreachable, say).
 const maxClaimBackoff = 30 * time.Second
@@ -89,6 +100,11 @@ type producer struct {
 	// unsure are jobs an insert that lost its answer may have claimed (see Unreserve):
 	// the loop looks for them as for lost.
 	unsure []string
+
+	// lostPC holds, for each job a claim whose answer was lost may hold, the processCount
+	// that claim would have given it: the heartbeat renews those leases too, so that a
+	// claim that landed is still the queue's when the loop finds it (see adoptLost).
+	lostPC map[string]int
 
 	// The loop's own state.
 	lost     []string
@@ -265,7 +281,7 @@ func (p *producer) round() time.Duration {
 	if pr.cfg.Ready(pr.hard) != nil {
 		return -1
 	}
-	ctx, cancel := context.WithTimeout(pr.hard, claimTimeout)
+	ctx, cancel := context.WithTimeout(pr.hard, pr.roundTimeout())
 	defer cancel()
 	defer func() { pr.timedOut(ctx, ctx.Err()) }()
 	p.mu.Lock()
@@ -549,8 +565,17 @@ func (p *producer) claim(ctx context.Context, jobs []*job.Job, tokens map[string
 	}
 	res, err := pr.cfg.Store.Claim(ctx, pr.cfg.Jobs, claims)
 	if err != nil {
-		// Whether the write landed is unknown: look for its claims before anything else.
+		// Whether the write landed is unknown: look for its claims before anything else,
+		// and keep their leases meanwhile.
 		p.lost = append(p.lost, ids...)
+		p.mu.Lock()
+		if p.lostPC == nil {
+			p.lostPC = make(map[string]int)
+		}
+		for _, c := range claims {
+			p.lostPC[c.ID] = c.ProcessCount + 1
+		}
+		p.mu.Unlock()
 		return 0, 0, err
 	}
 	// Run them in the order they were asked for: processing order.
@@ -599,6 +624,14 @@ func (p *producer) start(jobs []*job.Job) {
 	}
 }
 
+// lostClaims returns the jobs that claims whose answers were lost may hold, with the
+// processCount they would hold them in, for the heartbeat to renew.
+func (p *producer) lostClaims() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.lostPC)
+}
+
 // adoptLost looks for the claims of a write whose answer was lost, and runs them.
 func (p *producer) adoptLost(ctx context.Context) error {
 	pr := p.p
@@ -606,6 +639,11 @@ func (p *producer) adoptLost(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("queue %s: look for jobs a lost write claimed: %w", pr.cfg.Name, err)
 	}
+	p.mu.Lock()
+	for _, id := range p.lost {
+		delete(p.lostPC, id)
+	}
+	p.mu.Unlock()
 	p.lost = nil
 	running := pr.exec.running()
 	var adopt []*job.Job

@@ -74,12 +74,9 @@ func (c *Conn) Stalled() {
 	go c.heal()
 }
 
+// heal dials until a new session is up (then swaps it in) or the Conn closes. It clears
+// healing itself, under the lock, so that a Stalled after it may start the next heal.
 func (c *Conn) heal() {
-	defer func() {
-		c.mu.Lock()
-		c.healing = false
-		c.mu.Unlock()
-	}()
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), healDialTimeout)
 		s, err := Dial(ctx, c.opts)
@@ -87,18 +84,26 @@ func (c *Conn) heal() {
 		if err == nil {
 			c.mu.Lock()
 			if c.closed {
+				c.healing = false
 				c.mu.Unlock()
 				s.Close()
 				return
 			}
 			old := c.cur.Swap(s)
+			c.healing = false
 			c.mu.Unlock()
 			c.log.Warn("a query of the queue's own timed out: replaced the session's connections, which may have gone silent")
-			old.Close()
+			// Closing waits for the queries still running on the old session (the driver
+			// holds its lock for a query's length, which each query's context and the STOP
+			// timeout bound); the next heal must not wait for that.
+			go old.Close()
 			return
 		}
 		select {
 		case <-c.done:
+			c.mu.Lock()
+			c.healing = false
+			c.mu.Unlock()
 			return
 		case <-time.After(healPause):
 		}
