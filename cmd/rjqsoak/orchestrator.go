@@ -102,9 +102,15 @@ func (o *orchestrator) run(ctx context.Context) error {
 	o.faultLoop(ctx, started.Add(o.duration))
 	o.logf("soak: stopping the producer")
 	producer.cmd.Process.Signal(syscall.SIGTERM)
-	<-producer.exited
-	if producer.err != nil {
-		o.crash("producer", producer.err)
+	select {
+	case <-producer.exited:
+		if producer.err != nil {
+			o.crash("producer", producer.err)
+		}
+	case <-time.After(3 * time.Minute):
+		o.crash("producer", fmt.Errorf("did not stop within 3 minutes"))
+		producer.cmd.Process.Kill()
+		<-producer.exited
 	}
 
 	o.logf("soak: draining")

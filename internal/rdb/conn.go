@@ -13,10 +13,9 @@ import (
 // Conn is a session the queue dialed itself, which it replaces with a new one when its
 // connections go silent. The driver keeps a connection whose peer stopped answering
 // without closing (a network that drops packets, a half-open socket): every query sent on
-// it waits until its context ends, and the query the driver sends to stop it waits for
-// ever. So when a query of the queue's own, with a deadline of its own (an outcome write,
-// a heartbeat), runs out of time, Stalled dials a new session in the background and swaps
-// it in; the old one is closed, which ends every query and changefeed still waiting on
+// it waits until its context ends. So when a query of the queue runs out of its
+// context's time (an outcome write, a heartbeat, an AddJob with a deadline), Stalled dials
+// a new session in the background and swaps it in; the old one is closed, which ends every query and changefeed still waiting on
 // it, and their callers try again on the new one.
 //
 // A Conn is an r.QueryExecutor: queries are built from the first session's options (the
@@ -28,17 +27,21 @@ type Conn struct {
 	log  *slog.Logger
 	cur  atomic.Pointer[r.Session]
 
-	mu      sync.Mutex
-	healing bool
-	closed  bool
-	done    chan struct{} // closed by Close: a heal under way stops
+	mu       sync.Mutex
+	healing  bool
+	healedAt time.Time // the last swap
+	closed   bool
+	done     chan struct{} // closed by Close: a heal under way stops
 }
 
 // healDialTimeout bounds each dial of a heal; a heal dials again after healPause until
 // one succeeds or the Conn closes.
+// A Stalled within healGap of the last swap is ignored: the queries that timed out on the
+// old session report it for a while after.
 const (
 	healDialTimeout = time.Second
 	healPause       = 100 * time.Millisecond
+	healGap         = time.Second
 )
 
 // NewConn makes s, dialed with opts, a Conn.
@@ -61,13 +64,14 @@ func (c *Conn) Exec(ctx context.Context, q r.Query) error {
 	return c.cur.Load().Exec(ctx, q)
 }
 
-// Stalled says that a query with a deadline of the queue's own ran out of time: the
-// session's connections may be silent. Unless a heal is under way, it dials a new session
+// Stalled says that a query ran out of its context's time: the session's connections may
+// be silent. (A query of a healthy server that a short deadline cut off costs a needless
+// swap, at most one a second.) Unless a heal is under way, it dials a new session
 // in the background, swaps it in and closes the old one.
 func (c *Conn) Stalled() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.healing || c.closed {
+	if c.healing || c.closed || time.Since(c.healedAt) < healGap {
 		return
 	}
 	c.healing = true
@@ -90,7 +94,7 @@ func (c *Conn) heal() {
 				return
 			}
 			old := c.cur.Swap(s)
-			c.healing = false
+			c.healing, c.healedAt = false, time.Now()
 			c.mu.Unlock()
 			c.log.Warn("a query of the queue's own timed out: replaced the session's connections, which may have gone silent")
 			// Closing waits for the queries still running on the old session (the driver

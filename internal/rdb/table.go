@@ -12,6 +12,7 @@ package rdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
@@ -88,9 +89,9 @@ func (t *Table) runAll(ctx context.Context, term r.Term, opts func(context.Conte
 	}
 	cur, err := term.Run(t.Session, opts(ctx))
 	if err != nil {
-		return dberr.From(ctx, err)
+		return t.failed(ctx, err)
 	}
-	return dberr.From(ctx, cur.All(dst))
+	return t.failed(ctx, cur.All(dst))
 }
 
 func (t *Table) runOne(ctx context.Context, term r.Term, opts func(context.Context) r.RunOpts, dst any) error {
@@ -99,10 +100,22 @@ func (t *Table) runOne(ctx context.Context, term r.Term, opts func(context.Conte
 	}
 	cur, err := term.Run(t.Session, opts(ctx))
 	if err != nil {
-		return dberr.From(ctx, err)
+		return t.failed(ctx, err)
 	}
 	defer cur.Close()
-	return dberr.From(ctx, cur.One(dst))
+	return t.failed(ctx, cur.One(dst))
+}
+
+// failed is the error of a query, as dberr reads it. A query that ran out of its
+// context's time may have met a connection gone silent: a session that can replace its
+// connections (a Conn) is told.
+func (t *Table) failed(ctx context.Context, err error) error {
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		if s, ok := t.Session.(interface{ Stalled() }); ok {
+			s.Stalled()
+		}
+	}
+	return dberr.From(ctx, err)
 }
 
 // FollowJob is the changefeed of the job id, starting with its current value (none for a
