@@ -93,8 +93,10 @@
 // A run whose handler has returned keeps its lease renewed until its outcome is written,
 // and the outcome write is retried before the lease ends, never after; a connection that
 // goes silent (no reset, no answer) is given up within a quarter of the lease, and the
-// queue then replaces its session's connections (for a session it dialed itself; a
-// ConnectOptions.Session of yours is yours to mend). Measured with cmd/rjqsoak: kills,
+// queue then replaces its session's connections, as it does whenever a query of its
+// session runs out of its context's time (for a session it dialed itself; a
+// ConnectOptions.Session of yours is yours to mend). The jobs a claim whose answer was
+// lost may hold keep their leases until the queue finds them and runs them. Measured with cmd/rjqsoak: kills,
 // cuts, partitions (reset and silent) and server restarts, no job lost, stranded or run
 // twice but for the kills and the handlers' failures. Beyond the lease:
 // make handlers idempotent, or give them a lease longer than the failures they must
