@@ -1,7 +1,9 @@
 package master_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -79,10 +81,15 @@ func TestTallyCountsFinishedJobsAndRetentionTakesThemOff(t *testing.T) {
 	f.insertFinished(t, 7, job.Terminated, time.Now().Add(-time.Hour))
 	f.insert(t, map[string]any{"status": "waiting"})
 	tg := f.target(master.Retention{Period: 48 * time.Hour})
+	var logged bytes.Buffer
+	tg.Log = slog.New(slog.NewTextHandler(&logged, nil))
 	ctx := context.Background()
 
 	start := time.Now()
 	require.NoError(t, master.AdvanceTally(ctx, tg))
+	// A first tally that starts 72 hours back says so, and says when it is done.
+	assert.Contains(t, logged.String(), "counting finished jobs for the tally, in slices")
+	assert.Contains(t, logged.String(), "tally of finished jobs up to date\" counted=42")
 	tbl := &rdb.Table{Session: f.session, DB: f.db, Name: "jobs", QueueID: "master:q"}
 	tally, err := tbl.ReadTally(ctx)
 	require.NoError(t, err)
@@ -96,7 +103,9 @@ func TestTallyCountsFinishedJobsAndRetentionTakesThemOff(t *testing.T) {
 	// up to a few seconds before its start: the insert alone takes longer than the
 	// millisecond this leaves).
 	f.insertFinished(t, 4, job.Completed, tally.AsOf.Add(time.Millisecond))
+	logged.Reset()
 	require.NoError(t, master.AdvanceTally(ctx, tg))
+	assert.Empty(t, logged.String(), "a pass that is not catching up logs nothing")
 	tally, err = tbl.ReadTally(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 34, tally.Completed, "a later pass counts what finished since, once")

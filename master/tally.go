@@ -2,7 +2,10 @@ package master
 
 import (
 	"context"
+	"log/slog"
 	"time"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 )
 
 // The tally of finished jobs (see rdb.Tally) advances in steps, each a count of the jobs
@@ -21,6 +24,11 @@ const (
 	maxStep     = 30 * 24 * time.Hour
 	// A step aims at counting between these many jobs.
 	stepLow, stepHigh = 2000, 20000
+	// A pass that starts further behind than catchUp (a first tally of a table filled
+	// before any Master ran, or a Master back after a long stop) logs its progress every
+	// tallyLogEvery, and when it is done.
+	catchUp       = time.Hour
+	tallyLogEvery = 10 * time.Second
 )
 
 // AdvanceTally brings the tally of t's finished jobs up to tallyMargin before now,
@@ -59,8 +67,11 @@ func AdvanceTally(ctx context.Context, t Target) error {
 	step := firstStep
 	// The target is fixed at the start: chasing the clock, the steps would never end.
 	upTo := time.Now().Add(-tallyMargin).Truncate(time.Millisecond)
+	p := tallyProgress{log: t.logger(), began: time.Now(), from: tl.AsOf, loud: upTo.Sub(tl.AsOf) > catchUp}
+	p.start(upTo)
 	for {
 		if !tl.AsOf.Before(upTo) {
+			p.done(tl)
 			return nil
 		}
 		to := tl.AsOf.Add(step)
@@ -79,6 +90,7 @@ func AdvanceTally(ctx context.Context, t Target) error {
 		for _, c := range counts {
 			n += c
 		}
+		p.counted += n
 		switch {
 		case n > stepHigh:
 			step = max(step/2, time.Second)
@@ -88,10 +100,43 @@ func AdvanceTally(ctx context.Context, t Target) error {
 		if tl, err = tbl.ReadTally(ctx); err != nil {
 			return err
 		}
+		p.step(tl)
 		select {
 		case <-time.After(max(pauseRatio*time.Since(start), minPause)):
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+}
+
+// tallyProgress logs a long tally pass: where it starts, how far it has counted every
+// tallyLogEvery, and its end. Short passes (loud false) log nothing.
+type tallyProgress struct {
+	log         *slog.Logger
+	loud        bool
+	began, last time.Time
+	from        time.Time
+	counted     int
+}
+
+func (p *tallyProgress) start(upTo time.Time) {
+	if p.loud {
+		p.last = time.Now()
+		p.log.Info("Queue Master: counting finished jobs for the tally, in slices (Summary reports them as estimates until it is done)",
+			"from", p.from.UTC(), "to", upTo.UTC())
+	}
+}
+
+func (p *tallyProgress) step(tl rdb.Tally) {
+	if p.loud && time.Since(p.last) >= tallyLogEvery {
+		p.last = time.Now()
+		p.log.Info("Queue Master: counting finished jobs for the tally", "counted", p.counted, "upTo", tl.AsOf.UTC())
+	}
+}
+
+func (p *tallyProgress) done(tl rdb.Tally) {
+	if p.loud {
+		p.log.Info("Queue Master: tally of finished jobs up to date", "counted", p.counted, "asOf", tl.AsOf.UTC(),
+			"completed", tl.Completed, "cancelled", tl.Cancelled, "terminated", tl.Terminated, "took", time.Since(p.began).Round(time.Millisecond))
 	}
 }
