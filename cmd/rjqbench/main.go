@@ -6,7 +6,7 @@
 //     queries per job at each concurrency; with -floor the floor loop with batch k = the
 //     concurrency; with -server-pid the server's CPU per job for each;
 //
-//   - procs: -procs worker processes of concurrency 50 on one queue;
+//   - procs: for each N of -procs (e.g. 1,2,4,8), N worker processes of concurrency 50 on one queue;
 //
 //   - add: one AddJob of -add jobs, and with -floor plain batched inserts of the same
 //     documents;
@@ -58,7 +58,8 @@ type result struct {
 // flags are the command line.
 type flags struct {
 	addr, levels, cross, queries, scale       string
-	addN, latencyN, serverPID, procs, procsN  int
+	addN, latencyN, serverPID, procsN         int
+	procs                                     string
 	crossN, burst, rounds, bulkN              int
 	node, floor, childCount                   bool
 	childMode, childDB, childPart, cpuProfile string
@@ -74,7 +75,7 @@ func parseFlags() flags {
 	flag.BoolVar(&f.node, "node", false, "measure the Node.js original too (needs node and npm)")
 	flag.BoolVar(&f.floor, "floor", false, "measure the floor loop and plain inserts too")
 	flag.IntVar(&f.serverPID, "server-pid", 0, "the server's pid, to report its CPU per job (Linux /proc)")
-	flag.IntVar(&f.procs, "procs", 0, "also measure this many worker processes of concurrency 50 on one queue (0: none)")
+	flag.StringVar(&f.procs, "procs", "", "also measure these numbers of worker processes of concurrency 50 on one queue, e.g. 1,2,4,8, each beside as many floor processes with -floor (empty: none)")
 	flag.IntVar(&f.procsN, "procs-jobs", 5000, "jobs for -procs")
 	flag.StringVar(&f.cross, "cross", "", "idle worker process counts to measure cross-process add → start at, e.g. 1,8 (empty: none)")
 	flag.IntVar(&f.crossN, "cross-jobs", 200, "jobs added one at a time for -cross")
@@ -138,8 +139,8 @@ func (b bench) run(f flags) {
 			byLevel[c] = b.processRow(c, n)
 		}
 	}
-	if f.procs > 0 {
-		b.procsRows(f.procs, f.procsN, byLevel[50*f.procs])
+	for _, p := range splitInts("procs", f.procs) {
+		b.procsRows(p, f.procsN, byLevel[50*p])
 	}
 	if f.addN > 0 {
 		b.addRow(f.addN)
@@ -565,4 +566,21 @@ func (b bench) procsRows(procs, n int, one levelResult) {
 		fmt.Printf("| … against one process at concurrency %d (floor: batch %d) | %s | | %s | | | | | | |\n",
 			50*procs, 50*procs, ratio(res.jobsPerSec, one.lib.jobsPerSec), ratio(floor.jobsPerSec, one.floor.jobsPerSec))
 	}
+}
+
+// splitInts reads a flag's comma-separated positive numbers ("" is none), or exits
+// naming the flag.
+func splitInts(name, list string) []int {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			log.Fatalf("-%s: want positive numbers such as 1,2,4,8, got %q", name, list)
+		}
+		out = append(out, n)
+	}
+	return out
 }
