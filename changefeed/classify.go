@@ -64,8 +64,9 @@ type Action struct {
 }
 
 // Classify applies the original library's rules to a change seen by the queue self.
-// Changes made by self are ignored: self raised their events already. Two deliberate
-// differences:
+// Changes made by self are ignored: self raised their events already. A job whose
+// dateCreated changed is a new job in the old one's place (a unique key's job replaced:
+// job.SetUniqueKey, job.SetDebounce), Added. Two deliberate differences:
 //   - a status change is tested before a progress change. The original tested progress
 //     first, so a job completed elsewhere (progress 0 → 100) reached listeners as progress
 //     and never as completed, which broke its own documented global completed example;
@@ -94,6 +95,11 @@ func Classify(c Change, self string) Action {
 	switch {
 	case newJob && !oldJob:
 		act.Kind = Added
+	case newJob && oldJob && !c.New["dateCreated"].(time.Time).Equal(c.Old["dateCreated"].(time.Time)):
+		// A new job in the place of the old (a unique key's finished job replaced, or a
+		// waiting one debounced): an add, whatever else changed.
+		act.Kind = Added
+		act.Claimable = newStatus == job.Waiting || newStatus == job.Failed
 	case newStatus != oldStatus && statusKind(newStatus) != Ignore:
 		act.Kind = statusKind(newStatus)
 		switch act.Kind {

@@ -42,6 +42,13 @@ func TestClassify(t *testing.T) {
 	}{
 		{"added", Change{New: doc(nil)}, Action{Kind: Added, QueueID: other, JobID: id, Claimable: true}},
 		{"added by self", Change{New: doc(map[string]any{"queueId": self})}, Action{}},
+		{"a unique key's finished job replaced is added, not progress", Change{
+			Old: doc(map[string]any{"status": "completed", "progress": float64(100)}),
+			New: doc(map[string]any{"dateCreated": time.Unix(60, 0)})},
+			Action{Kind: Added, QueueID: other, JobID: id, Claimable: true}},
+		{"a waiting job debounced (replaced, waiting) is added", Change{
+			Old: doc(nil), New: doc(map[string]any{"dateCreated": time.Unix(60, 0), "log": twoLogs()})},
+			Action{Kind: Added, QueueID: other, JobID: id, Claimable: true}},
 		{"active", Change{Old: doc(nil), New: doc(map[string]any{"status": "active", "processCount": float64(1)})},
 			Action{Kind: Active, QueueID: other, JobID: id, ProcessCount: 1, Active: true}},
 		{"progress", Change{Old: doc(map[string]any{"status": "active"}), New: doc(map[string]any{"status": "active", "progress": float64(40)})},

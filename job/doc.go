@@ -61,6 +61,8 @@
 //     written back as it was);
 //   - Store and Job.Attach: how a queue saves the jobs it hands out (Update, AddLog,
 //     UpdateProgress); a Store of your own serves a fake in tests;
+//   - Job.MarkDuplicate: how a queue marks the jobs AddJob returns in place of those it
+//     was given (see Duplicate);
 //   - StateDocumentID and the Message constants (the log messages both libraries write)
 //     and ResultNotStoredPrefix, for code that reads a table or a job's log.
 //

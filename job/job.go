@@ -50,6 +50,8 @@ type Job struct {
 	// store saves the job and decodes its values; nil for a job no queue handed out.
 	store Store
 	err   error
+	// duplicate is set on a job AddJob returned in place of the one it was given.
+	duplicate bool
 }
 
 // New returns a job with status Created, a new id, the given payload and options, not yet
@@ -192,7 +194,7 @@ func (j *Job) Validate() error {
 	if j == nil {
 		return fmt.Errorf("%w: nil job", ErrInvalid)
 	}
-	errs := []error{j.err, j.options().Validate()}
+	errs := []error{j.err, j.options().Validate(), j.checkDedupe()}
 	if j.Priority == 0 {
 		// Zero means Normal only in Options; a job stores its priority as it is.
 		errs = append(errs, fmt.Errorf("%w (got 0)", ErrInvalidPriority))

@@ -382,3 +382,37 @@ func TestDataAsAndResultDecodeByJSONNames(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "data")
 }
+
+func TestUniqueForAndDebounceSetters(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		j    *Job
+		want error
+	}{
+		{"window", New(nil, Options{}).SetUniqueKey("k").SetUniqueFor(time.Hour), nil},
+		{"debounce, key set after", New(nil, Options{}).SetDebounce(time.Second).SetUniqueKey("k"), nil},
+		{"negative window", New(nil, Options{}).SetUniqueKey("k").SetUniqueFor(-time.Hour), ErrInvalidUniqueFor},
+		{"window under a millisecond", New(nil, Options{}).SetUniqueKey("k").SetUniqueFor(time.Microsecond), ErrInvalidUniqueFor},
+		{"zero debounce", New(nil, Options{}).SetUniqueKey("k").SetDebounce(0), ErrInvalidDebounce},
+		{"window without a key", New(nil, Options{}).SetUniqueFor(time.Hour), ErrInvalidUniqueFor},
+		{"debounce without a key", New(nil, Options{}).SetDebounce(time.Hour), ErrInvalidDebounce},
+	} {
+		err := tc.j.Validate()
+		if tc.want == nil {
+			assert.NoError(t, err, tc.name)
+		} else {
+			assert.ErrorIs(t, err, tc.want, tc.name)
+			assert.ErrorIs(t, err, ErrInvalid, tc.name)
+		}
+	}
+	j := New(nil, Options{}).SetUniqueKey("k").SetUniqueFor(90 * time.Second).SetDebounce(1500 * time.Millisecond)
+	assert.Equal(t, 90*time.Second, j.UniqueFor())
+	assert.Equal(t, 1500*time.Millisecond, j.Debounce())
+	assert.Equal(t, int64(90000), j.Fields["rjqUniqueFor"], "stored in milliseconds")
+	assert.False(t, j.Duplicate())
+
+	// A field written by hand that is no duration is refused, and reads as none.
+	j.Fields["rjqDebounce"] = "soon"
+	assert.Zero(t, j.Debounce())
+	assert.ErrorIs(t, j.Validate(), ErrInvalidDebounce)
+}

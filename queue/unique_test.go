@@ -120,3 +120,114 @@ func TestUniqueKeyIsFreedWhenItsJobEnds(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "again", f.get(t, again[0].ID).Data, "a new job once the last was removed")
 }
+
+// The signup case: a job posted twice 300 ms apart runs once when its key has a window,
+// though the first had completed; the second add returns the first job, marked Duplicate.
+// After the window a new job of the key replaces the finished one, and a queue that
+// follows the table hears an add, not progress.
+func TestUniqueForKeepsAFinishedJobForItsWindow(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &queue.Options{MasterInterval: -1})
+	ctx := testContext(t)
+	watcher := newQueue(t, f, &queue.Options{MasterInterval: -1})
+	seen := watcher.Events(ctx, queue.EventAdded, queue.EventProgress)
+	var mu sync.Mutex
+	var ran []any
+	require.NoError(t, f.q.Process(func(_ context.Context, j *job.Job) (any, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		ran = append(ran, j.Data)
+		return nil, nil
+	}))
+	events := f.q.Events(ctx, queue.EventCompleted)
+	signup := func(data string, window time.Duration) *job.Job {
+		t.Helper()
+		got, err := f.q.AddJob(ctx, f.q.CreateJob(data).SetUniqueKey("welcome:ann").SetUniqueFor(window))
+		require.NoError(t, err)
+		return got[0]
+	}
+	first := signup("first", time.Hour)
+	assert.False(t, first.Duplicate())
+	waitForAll(t, events, queue.EventCompleted, first)
+	waitFor(t, seen, queue.EventAdded, first.ID)
+
+	time.Sleep(300 * time.Millisecond) // the user's second post, 300 ms later
+	second := signup("second", time.Hour)
+	assert.True(t, second.Duplicate(), "the second post is a duplicate")
+	assert.Equal(t, first.ID, second.ID)
+	assert.Equal(t, job.Completed, second.Status, "AddJob returns the finished job")
+	assert.Equal(t, "first", f.get(t, first.ID).Data)
+
+	// A window shorter than the time since it finished lets a new job in.
+	third := signup("third", time.Millisecond)
+	assert.False(t, third.Duplicate())
+	waitForAll(t, events, queue.EventCompleted, third)
+	mu.Lock()
+	assert.Equal(t, []any{"first", "third"}, ran, "the duplicate never ran")
+	mu.Unlock()
+	select {
+	case e := <-seen:
+		assert.Equal(t, queue.EventAdded, e.Type, "the replacement reaches other queues as an add")
+		assert.Equal(t, third.ID, e.JobID)
+	case <-time.After(15 * time.Second):
+		t.Fatal("the watcher heard nothing of the replacement")
+	}
+}
+
+// A burst of debounced adds runs the job once, a debounce after the last add, with the
+// last add's data; an add while the job runs returns it as a duplicate.
+func TestDebounceRunsABurstOnceWithTheLastData(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &queue.Options{MasterInterval: -1})
+	ctx := testContext(t)
+	var mu sync.Mutex
+	var ran []any
+	release := make(chan struct{})
+	require.NoError(t, f.q.Process(func(_ context.Context, j *job.Job) (any, error) {
+		mu.Lock()
+		ran = append(ran, j.Data)
+		mu.Unlock()
+		<-release
+		return nil, nil
+	}))
+	events := f.q.Events(ctx, queue.EventActive, queue.EventCompleted)
+	add := func(n int) *job.Job {
+		t.Helper()
+		got, err := f.q.AddJob(ctx, f.q.CreateJob(n).SetUniqueKey("reindex").SetDebounce(time.Second))
+		require.NoError(t, err)
+		return got[0]
+	}
+	var last *job.Job
+	for n := range 20 {
+		last = add(n)
+		assert.False(t, last.Duplicate(), "add %d replaces the waiting job", n)
+	}
+	waitForAll(t, events, queue.EventActive, last)
+	during := add(99)
+	assert.True(t, during.Duplicate(), "an add while the job runs is a duplicate")
+	close(release)
+	waitForAll(t, events, queue.EventCompleted, last)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []any{float64(19)}, ran, "one run, with the last data")
+	assert.Equal(t, float64(19), f.get(t, last.ID).Data)
+}
+
+func TestUniqueForAndDebounceBadInputWritesNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := testContext(t)
+	for _, tc := range []struct {
+		j    *job.Job
+		want error
+	}{
+		{f.q.CreateJob(nil).SetUniqueKey("k").SetUniqueFor(-time.Second), job.ErrInvalidUniqueFor},
+		{f.q.CreateJob(nil).SetUniqueKey("k").SetDebounce(0), job.ErrInvalidDebounce},
+		{f.q.CreateJob(nil).SetUniqueFor(time.Hour), job.ErrInvalidUniqueFor},
+		{f.q.CreateJob(nil).SetDebounce(time.Second), job.ErrInvalidDebounce},
+	} {
+		_, err := f.q.AddJob(ctx, f.q.CreateJob(nil), tc.j)
+		assert.ErrorIs(t, err, tc.want)
+	}
+	assert.Zero(t, f.count(t))
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
@@ -15,7 +16,8 @@ import (
 // that takes a *queue.Queue as a queue.Adder, say), with no server. AddJob checks the jobs
 // as a queue's does and refuses what it refuses (invalid jobs, nil jobs, an id given
 // twice or added before), keeps a unique key's job as a queue does (a second add of the
-// key returns the first job while it is unfinished), and records the jobs as a queue
+// key returns the first job, marked Duplicate, while it is unfinished or within its
+// SetUniqueFor window; SetDebounce replaces a waiting one), and records the jobs as a queue
 // stores them: waiting, with the "Job added to the queue" log entry, their payloads in
 // their stored form (json names, numbers as float64), which DataAs decodes. Safe for
 // concurrent use.
@@ -83,14 +85,15 @@ func (a *Adder) AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error
 	}
 	out := make([]*job.Job, len(jobs))
 	for i, j := range jobs {
-		if other, ok := a.byID[j.ID]; ok && !other.Status.Finished() {
-			out[i] = cloneJob(other) // the unique key's unfinished job
+		if other, ok := a.byID[j.ID]; ok && rdb.KeepsPlace(other, j, time.Now()) {
+			out[i] = cloneJob(other) // the unique key's job, unfinished or within its window
+			out[i].MarkDuplicate()
 			continue
 		}
 		a.byID[j.ID] = stored[i]
 		a.jobs = slices.DeleteFunc(a.jobs, func(o *job.Job) bool { return o.ID == j.ID })
 		a.jobs = append(a.jobs, stored[i])
-		j.Status, j.Log, j.QueueID = stored[i].Status, slices.Clone(stored[i].Log), QueueID
+		j.Status, j.Log, j.QueueID, j.DateEnable = stored[i].Status, slices.Clone(stored[i].Log), QueueID, stored[i].DateEnable
 		out[i] = j
 	}
 	return out, nil
@@ -106,6 +109,7 @@ func (a *Adder) store(j *job.Job) (*job.Job, error) {
 	s.QueueID = QueueID
 	if s.Status == job.Created {
 		s.Status = job.Waiting
+		s.DateEnable = rdb.DebouncedStart(s, time.Now())
 	}
 	s.Log = append(s.Log, rdb.NewLog(s, QueueID, nil, job.MessageAdded, job.Information, job.Waiting))
 	return s, nil

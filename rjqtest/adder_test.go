@@ -83,7 +83,23 @@ func TestAdderKeepsAUniqueKeysJob(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, first[0].ID, second[0].ID)
 	assert.Equal(t, "first", second[0].Data, "the unfinished job of the key is returned")
+	assert.True(t, second[0].Duplicate())
+	assert.False(t, first[0].Duplicate())
 	assert.Len(t, a.Jobs(), 1)
+}
+
+// A debounced add replaces the waiting job of its key and starts a debounce from now.
+func TestAdderDebounces(t *testing.T) {
+	a := rjqtest.NewAdder(nil)
+	for n := range 3 {
+		got, err := a.AddJob(t.Context(), a.CreateJob(n).SetUniqueKey("reindex").SetDebounce(time.Minute))
+		require.NoError(t, err)
+		assert.False(t, got[0].Duplicate(), "add %d", n)
+		assert.WithinDuration(t, time.Now().Add(time.Minute), got[0].DateEnable, 5*time.Second)
+	}
+	jobs := a.Jobs()
+	require.Len(t, jobs, 1)
+	assert.Equal(t, float64(2), jobs[0].Data, "the last add's data")
 }
 
 func TestAdderIsSafeForConcurrentUse(t *testing.T) {

@@ -123,3 +123,21 @@ func ExampleAdder() {
 	// Output:
 	// 202 1 waiting map[email:ann@example.com]
 }
+
+// A signup posted twice makes one welcome job: the second add returns the first job,
+// marked Duplicate. With SetUniqueFor the same holds for an hour after the job finished;
+// on a real queue the job runs once.
+func ExampleAdder_duplicate() {
+	a := rjqtest.NewAdder(nil)
+	welcome := func(email string) *job.Job {
+		j := a.CreateJob(email).SetName("welcome").SetUniqueKey("welcome:" + email).SetUniqueFor(time.Hour)
+		got, err := a.AddJob(context.Background(), j)
+		if err != nil {
+			panic(err)
+		}
+		return got[0]
+	}
+	first, second := welcome("ann@example.com"), welcome("ann@example.com")
+	fmt.Println(first.Duplicate(), second.Duplicate(), first.ID == second.ID, len(a.Jobs()))
+	// Output: false true true 1
+}

@@ -31,6 +31,14 @@ const (
 	Data         = "data"
 )
 
+// The extra fields of this library's unique windows and debounce (job.SetUniqueFor,
+// job.SetDebounce), in milliseconds, which the storage layer reads when it adds a job of
+// a unique key. The Node.js library ignores them.
+const (
+	UniqueFor = "rjqUniqueFor"
+	Debounce  = "rjqDebounce"
+)
+
 // Reserved reports whether name is one of the job fields the Node.js library defines (an
 // extra field must not take one of these names).
 func Reserved(name string) bool {

@@ -78,6 +78,9 @@ func (q *Queue) newBatch(jobs []*job.Job) addBatch {
 		if saved.Status == job.Created {
 			saved.Status = job.Waiting
 		}
+		if saved.Status == job.Waiting {
+			saved.DateEnable = rdb.DebouncedStart(&saved, time.Now())
+		}
 		e := rdb.NewLog(&saved, q.id, nil, job.MessageAdded, job.Information, job.Waiting)
 		saved.Log = rdb.AppendLog(append([]job.LogEntry(nil), j.Log...), e, q.cfg.LimitJobLogs, rdb.TruncatedLog(&saved, q.id, q.cfg.LimitJobLogs, job.Waiting))
 		b.saved[i] = saved
@@ -105,6 +108,7 @@ func (q *Queue) added(jobs []*job.Job, saved []job.Job, there map[string]*job.Jo
 	added := make([]*job.Job, 0, len(jobs))
 	for i, j := range jobs {
 		if other, ok := there[j.ID]; ok {
+			other.MarkDuplicate()
 			out[i] = other
 			continue
 		}

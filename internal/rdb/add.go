@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
@@ -53,8 +54,7 @@ func (t *Table) putUnique(ctx context.Context, s Store, ids []string, docs []any
 		}
 		replace := r.Expr(docs).ForEach(func(d r.Term) any {
 			return t.Term().Get(d.Field("id")).Replace(func(old r.Term) any {
-				open := old.Ne(nil).And(r.Expr(finishedStatuses).Contains(old.Field("status").Default("")).Not())
-				return r.Branch(open, old, d)
+				return r.Branch(keepForUnique(old, d), old, d)
 			})
 		})
 		if _, err := t.Write(ctx, replace); err != nil {
@@ -96,6 +96,47 @@ func (t *Table) putUnique(ctx context.Context, s Store, ids []string, docs []any
 		return fmt.Errorf("jobs %v were removed as fast as they were added", ids)
 	}
 	return nil
+}
+
+// keepForUnique is true when the stored job old of a unique key stands in place of d, a
+// new job of the key: old is unfinished (waiting, active, failed: it runs or will), unless
+// it is waiting and d debounces (job.SetDebounce: d replaces it); or old finished less
+// than d's unique window ago (job.SetUniqueFor). A finished job without a usable time
+// (written by hand) is replaced. The clock is the server's, one for the whole query.
+func keepForUnique(old, d r.Term) r.Term {
+	status := old.Field("status").Default("")
+	finished := r.Expr(finishedStatuses).Contains(status)
+	window := d.Field(docfmt.UniqueFor).Default(0)
+	debounce := d.Field(docfmt.Debounce).Default(0)
+	finishedAt := old.Field("dateFinished").Default(nil)
+	return r.Branch(
+		old.Eq(nil), false,
+		finished.Not(), r.Expr(debounce).Gt(0).And(status.Eq(string(job.Waiting))).Not(),
+		r.Expr(window).Gt(0).And(finishedAt.TypeOf().Eq("PTYPE<TIME>")),
+		finishedAt.Add(r.Expr(window).Div(1000)).Gt(r.Now()),
+		false)
+}
+
+// KeepsPlace is keepForUnique on jobs in memory (rjqtest's Adder), by the clock now.
+func KeepsPlace(old, j *job.Job, now time.Time) bool {
+	switch {
+	case old == nil:
+		return false
+	case !old.Status.Finished():
+		return j.Debounce() == 0 || old.Status != job.Waiting
+	}
+	w := j.UniqueFor()
+	return w > 0 && !old.DateFinished.IsZero() && old.DateFinished.Add(w).After(now)
+}
+
+// DebouncedStart is when a job added at now starts: at its dateEnable, or a debounce
+// (job.SetDebounce) after now, whichever is later, to the millisecond.
+func DebouncedStart(j *job.Job, now time.Time) time.Time {
+	start := j.DateEnable
+	if d := j.Debounce(); d > 0 && now.Add(d).After(start) {
+		start = now.Add(d)
+	}
+	return docfmt.Millis(start)
 }
 
 // finishedStatuses are the statuses of jobs that will not run again, as stored.
