@@ -47,8 +47,14 @@ const IndexClaim = rdb.IndexClaim
 const LegacyIndexClaim = rdb.LegacyIndexClaim
 
 // Indexes lists the index names in the order they are created: the Node.js library's five,
-// then IndexClaim. It is a copy: changing it changes nothing that Assert creates.
-var Indexes = slices.Clone(rdb.Indexes)
+// IndexClaim, then IndexDeadline (the start deadlines of job.SetDeadline, which Assert does
+// not wait for: on a big table it is built in the background). It is a copy: changing it
+// changes nothing that Assert creates.
+var Indexes = append(slices.Clone(rdb.Indexes), rdb.LazyIndexes...)
+
+// IndexDeadline is this library's index of the start deadlines of waiting and failed jobs
+// (job.SetDeadline); a job without one is not in it.
+const IndexDeadline = rdb.IndexDeadline
 
 // Target names the table to assert and how to reach it.
 type Target struct {
@@ -156,19 +162,29 @@ func assertOnce(ctx context.Context, t Target) error {
 	if err := readAll(ctx, t.Session, opts, table.IndexList(), &existing); err != nil {
 		return fmt.Errorf("dbinit: list indexes of %s: %w", t.Table, err)
 	}
-	for _, name := range rdb.Indexes {
-		if slices.Contains(existing, name) {
-			continue
+	create := func(names []string) error {
+		for _, name := range names {
+			if slices.Contains(existing, name) {
+				continue
+			}
+			create := table.IndexCreate(name)
+			if fn := rdb.IndexFunc(name); fn != nil {
+				create = table.IndexCreateFunc(name, fn)
+			}
+			if err := run("create index "+name, create); err != nil {
+				return err
+			}
 		}
-		create := table.IndexCreate(name)
-		if fn := rdb.IndexFunc(name); fn != nil {
-			create = table.IndexCreateFunc(name, fn)
-		}
-		if err := run("create index "+name, create); err != nil {
-			return err
-		}
+		return nil
 	}
-	return run("wait for indexes of "+t.Table, table.IndexWait())
+	if err := create(rdb.Indexes); err != nil {
+		return err
+	}
+	if err := run("wait for indexes of "+t.Table, table.IndexWait(anys(rdb.Indexes)...)); err != nil {
+		return err
+	}
+	// Built in the background on a big table: nothing waits for them.
+	return create(rdb.LazyIndexes)
 }
 
 // createOpts are the options of the table's creation: none but those given.
@@ -377,4 +393,12 @@ func transient(err error) bool {
 		}
 	}
 	return false
+}
+
+func anys(names []string) []any {
+	out := make([]any, len(names))
+	for i, n := range names {
+		out[i] = n
+	}
+	return out
 }

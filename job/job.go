@@ -194,7 +194,7 @@ func (j *Job) Validate() error {
 	if j == nil {
 		return fmt.Errorf("%w: nil job", ErrInvalid)
 	}
-	errs := []error{j.err, j.options().Validate(), j.checkDedupe()}
+	errs := []error{j.err, j.options().Validate(), j.checkDedupe(), j.checkDeadline()}
 	if j.Priority == 0 {
 		// Zero means Normal only in Options; a job stores its priority as it is.
 		errs = append(errs, fmt.Errorf("%w (got 0)", ErrInvalidPriority))

@@ -24,6 +24,9 @@ const (
 	MessageLogsTruncated = "Job logs have been truncated"
 	MessageNoErrorStack  = "The error has no stack detail"
 	MessageNoErrorMsg    = "The error has no message"
+	// MessageDeadlinePassed is the reason, and log message, of a job cancelled because
+	// its start deadline passed (SetDeadline).
+	MessageDeadlinePassed = "deadline passed"
 )
 
 // LogEntry is one entry of a job's log, stored in the document's "log" array.

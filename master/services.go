@@ -19,7 +19,8 @@ import (
 //   - review: the review (orphans, retention in slices, the State Document) every
 //     Interval;
 //   - tally: the tally of finished jobs that Summary reads, every TallyEvery;
-//   - schedules: the due runs of the table's cron schedules, every second, and with
+//   - schedules: the due runs of the table's cron schedules and the jobs past their start
+//     deadline (Expire), every second, and with
 //     heartbeats on, a review as soon as a run's lease has passed (a worker died), so its
 //     job is recovered within seconds rather than at the next Interval.
 type Services struct {
@@ -34,6 +35,9 @@ type Services struct {
 	Review func(ctx context.Context, remove bool) error
 	// Enqueue adds one scheduled run; a run already there (job.ErrExists) is not an error.
 	Enqueue func(ctx context.Context, j *job.Job) error
+	// Expire, when set, cancels the jobs whose start deadline has passed; the schedules
+	// loop runs it every ScheduleTick, so such a job is cancelled within about a second.
+	Expire func(ctx context.Context) error
 	// Tick, when set, is called after each pass of a loop, with the loop's name
 	// ("review", "tally", "schedules") and what the pass returned.
 	Tick func(loop string, err error)
@@ -55,6 +59,9 @@ func (s Services) Start(svc *lifecycle.Service) {
 	svc.Go(func(ctx context.Context) {
 		s.every(ctx, "schedules", ScheduleTick, false, func(ctx context.Context) error {
 			err := FireDue(ctx, s.Target, s.Enqueue)
+			if s.Expire != nil {
+				err = errors.Join(err, s.Expire(ctx))
+			}
 			if s.Heartbeat > 0 && time.Since(lastLeaseCheck) >= s.Heartbeat/4 {
 				lastLeaseCheck = time.Now()
 				err = errors.Join(err, s.reviewExpired(ctx))

@@ -8,7 +8,8 @@
 //	c.Watch(q)
 //	http.Handle("/metrics", c)
 //
-// Series: rjq_jobs_claimed_total{queue}, rjq_runs_total{queue,status},
+// Series: rjq_jobs_claimed_total{queue}, rjq_jobs_deadline_passed_total{queue} (jobs
+// cancelled because their start deadline passed), rjq_runs_total{queue,status},
 // rjq_run_duration_seconds{queue} (a histogram; both with a bounded name label too, from
 // a Collector made by NewWith with Options.NameLabels), and, read at each scrape for the watched
 // queues, the gauges rjq_queue_jobs{queue,status} (from Queue.Summary),
@@ -48,6 +49,7 @@ type Collector struct {
 	opts    Options
 	mu      sync.Mutex
 	claimed map[string]uint64
+	expired map[string]uint64
 	runs    map[runKey]uint64
 	hist    map[histKey]*histogram
 	watched []watch
@@ -98,13 +100,14 @@ type histogram struct {
 }
 
 var _ queue.NamedMetrics = (*Collector)(nil)
+var _ queue.ExpiryMetrics = (*Collector)(nil)
 
 // New returns an empty Collector with no name label.
 func New() *Collector { return NewWith(Options{}) }
 
 // NewWith returns an empty Collector configured by opts.
 func NewWith(opts Options) *Collector {
-	return &Collector{opts: opts, claimed: map[string]uint64{}, runs: map[runKey]uint64{}, hist: map[histKey]*histogram{}, names: map[string]bool{}}
+	return &Collector{opts: opts, claimed: map[string]uint64{}, expired: map[string]uint64{}, runs: map[runKey]uint64{}, hist: map[histKey]*histogram{}, names: map[string]bool{}}
 }
 
 // JobsClaimed implements queue.Metrics.
@@ -112,6 +115,14 @@ func (c *Collector) JobsClaimed(q string, n int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.claimed[q] += uint64(n)
+}
+
+// JobsExpired implements queue.ExpiryMetrics: n jobs of queue q cancelled because their
+// start deadline passed.
+func (c *Collector) JobsExpired(q string, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.expired[q] += uint64(n)
 }
 
 // RunEnded implements queue.Metrics: a run of a job without a name of its own.
@@ -178,6 +189,10 @@ func (c *Collector) WriteTo(ctx context.Context, w io.Writer) {
 	header(&b, "rjq_jobs_claimed_total", "counter", "Jobs claimed by this process.")
 	for _, q := range claimed {
 		fmt.Fprintf(&b, "rjq_jobs_claimed_total{queue=%s} %d\n", label(q), c.claimed[q])
+	}
+	header(&b, "rjq_jobs_deadline_passed_total", "counter", "Jobs this process cancelled because their start deadline passed.")
+	for _, q := range sortedKeys(c.expired) {
+		fmt.Fprintf(&b, "rjq_jobs_deadline_passed_total{queue=%s} %d\n", label(q), c.expired[q])
 	}
 	header(&b, "rjq_runs_total", "counter", "Runs that ended in this process, by the status the job moved to.")
 	keys := make([]runKey, 0, len(c.runs))

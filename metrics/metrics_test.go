@@ -26,8 +26,11 @@ func TestCountersAndHistogram(t *testing.T) {
 	c.RunEnded("mail", job.Completed, 40*time.Millisecond)
 	c.RunEnded("mail", job.Failed, 2*time.Second)
 	c.RunEnded("mail", job.Terminated, time.Hour)
+	c.JobsExpired("mail", 2)
 	out := scrape(c)
 	for _, want := range []string{
+		"# TYPE rjq_jobs_deadline_passed_total counter\n",
+		`rjq_jobs_deadline_passed_total{queue="mail"} 2`,
 		"# TYPE rjq_jobs_claimed_total counter\n",
 		`rjq_jobs_claimed_total{queue="mail"} 5`,
 		`rjq_runs_total{queue="mail",status="completed"} 2`,

@@ -30,6 +30,14 @@ type NamedMetrics interface {
 	RunEndedNamed(queue, name string, status job.Status, runTime time.Duration)
 }
 
+// ExpiryMetrics is a Metrics that also counts the jobs cancelled because their start
+// deadline passed (job.SetDeadline): the queue calls JobsExpired when Options.Metrics
+// implements it, from the Queue Master or the worker that cancelled them.
+type ExpiryMetrics interface {
+	Metrics
+	JobsExpired(queue string, n int)
+}
+
 // MetricName is the name a NamedMetrics is given for a job: its name, or "" when that is
 // its id (the default).
 func MetricName(j *job.Job) string { return engine.MetricName(j) }

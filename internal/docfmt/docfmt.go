@@ -39,6 +39,9 @@ const (
 	Debounce  = "rjqDebounce"
 )
 
+// Deadline is the extra field of a job's start deadline (job.SetDeadline), a time.
+const Deadline = "rjqDeadline"
+
 // Reserved reports whether name is one of the job fields the Node.js library defines (an
 // extra field must not take one of these names).
 func Reserved(name string) bool {

@@ -208,6 +208,9 @@ func CheckNewJobs(jobs []*job.Job) error {
 		if err := j.Validate(); err != nil {
 			return fmt.Errorf("job %d (%s): %w", i, j.ID, err)
 		}
+		if rdb.Passed(j, time.Now()) {
+			return fmt.Errorf("job %d (%s): %w: %v has passed", i, j.ID, job.ErrInvalidDeadline, j.Deadline())
+		}
 		if seen[j.ID] {
 			return fmt.Errorf("job %d: %w: id %s is given twice", i, job.ErrInvalidID, j.ID)
 		}

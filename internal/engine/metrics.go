@@ -19,6 +19,20 @@ type NamedMetrics interface {
 	RunEndedNamed(queue, name string, status job.Status, runTime time.Duration)
 }
 
+// ExpiryMetrics: see queue.ExpiryMetrics.
+type ExpiryMetrics interface {
+	JobsExpired(queue string, n int)
+}
+
+// expiredMetric reports n jobs cancelled for their start deadline to Options.Metrics,
+// when it counts them.
+func (q *Queue) expiredMetric(n int) {
+	if m, ok := q.cfg.Metrics.(ExpiryMetrics); ok && n > 0 {
+		defer q.metricsPanic()
+		m.JobsExpired(q.cfg.Name, n)
+	}
+}
+
 // MetricName is queue.MetricName.
 func MetricName(j *job.Job) string {
 	if j.Name == j.ID {

@@ -67,6 +67,7 @@ func (q *Queue) processorConfig(handler processor.Handler) processor.Config {
 			Claimed:  q.claimedMetric,
 			RunEnded: q.runMetric,
 			Removed:  q.noteRemovals,
+			Expired:  q.expiredMetric,
 		},
 		Log: q.log,
 	}

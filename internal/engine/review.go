@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/master"
@@ -73,5 +74,27 @@ func (q *Queue) masterServices() master.Services {
 			_, err := q.AddJob(ctx, j)
 			return err
 		},
+		Expire: q.expireDue,
 	}
 }
+
+// expireDue cancels the jobs whose start deadline has passed (job.SetDeadline), a
+// thousand at a time, and raises their cancelled events.
+func (q *Queue) expireDue(ctx context.Context) error {
+	for {
+		ids, err := q.db.ExpireDue(ctx, time.Now().UTC().Truncate(time.Millisecond), expireBatch)
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		q.expiredMetric(len(ids))
+		if err := q.cancelled(ctx, ids, nil, job.MessageDeadlinePassed); err != nil {
+			return err
+		}
+		if len(ids) < expireBatch {
+			return nil
+		}
+	}
+}
+
+// expireBatch is how many jobs past their deadline one write cancels at most.
+const expireBatch = 1000

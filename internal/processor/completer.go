@@ -278,17 +278,23 @@ func (c *completer) written(ctx context.Context, outs []*outcome, done []rdb.Run
 	if !again.IsZero() {
 		p.prod.dueAt(again)
 	}
-	if len(remove) == 0 {
+	p.removeFinished(ctx, remove)
+}
+
+// removeFinished removes jobs that just finished, for a queue whose finished jobs go at
+// once, and raises their removed events.
+func (p *Processor) removeFinished(ctx context.Context, ids []string) {
+	if len(ids) == 0 {
 		return
 	}
 	if p.cfg.Hooks.Removed != nil {
-		p.cfg.Hooks.Removed(remove)
+		p.cfg.Hooks.Removed(ids)
 	}
-	if err := p.cfg.Store.DeleteAny(ctx, remove); err != nil {
+	if err := p.cfg.Store.DeleteAny(ctx, ids); err != nil {
 		p.emit(Event{Type: EventError, Err: fmt.Errorf("queue %s: remove finished jobs: %w", p.cfg.Name, err)})
 		return
 	}
-	for _, id := range remove {
+	for _, id := range ids {
 		p.emit(Event{Type: EventRemoved, JobID: id})
 	}
 }

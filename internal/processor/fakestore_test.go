@@ -48,6 +48,17 @@ func (s *fakeStore) add(p job.Priority, enable time.Time) *job.Job {
 	return &c
 }
 
+// deadline gives the stored job id a start deadline at t, past or not.
+func (s *fakeStore) deadline(id string, t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j := s.jobs[id]
+	if j.Fields == nil {
+		j.Fields = map[string]any{}
+	}
+	j.Fields["rjqDeadline"] = t
+}
+
 func (s *fakeStore) ReadCandidates(_ context.Context, n int, skip rdb.Skip) (rdb.Candidates, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -90,6 +101,21 @@ func (s *fakeStore) NewClaim(j *job.Job, at, leaseEnd time.Time) rdb.Claim {
 		At: at, LeaseEnd: leaseEnd}
 }
 
+// Expire cancels those of ids that wait with a passed start deadline, as rdb does.
+func (s *fakeStore) Expire(_ context.Context, ids []string, now time.Time) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, id := range ids {
+		j, ok := s.jobs[id]
+		if ok && (j.Status == job.Waiting || j.Status == job.Failed) && rdb.Passed(j, now) {
+			j.Status, j.DateFinished = job.Cancelled, now
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
 func (s *fakeStore) Claim(_ context.Context, _ rdb.Store, claims []rdb.Claim) (rdb.ClaimResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -99,7 +125,7 @@ func (s *fakeStore) Claim(_ context.Context, _ rdb.Store, claims []rdb.Claim) (r
 	for _, c := range claims {
 		j, ok := s.jobs[c.ID]
 		if !ok || s.takenElsewhere || j.Status != c.Status || j.ProcessCount != c.ProcessCount ||
-			j.RetryCount != c.RetryCount || j.DateEnable.After(now) {
+			j.RetryCount != c.RetryCount || j.DateEnable.After(now) || rdb.Passed(j, now) {
 			res.Missed = append(res.Missed, c.ID)
 			continue
 		}

@@ -68,6 +68,7 @@ type Store interface {
 	PutWorker(ctx context.Context, started time.Time, running, concurrency int, heartbeat time.Duration) error
 	DeleteWorker(ctx context.Context) error
 	Workers(ctx context.Context) ([]rdb.WorkerEntry, error)
+	Expire(ctx context.Context, ids []string, now time.Time) ([]string, error)
 }
 
 // Limiting is how the producer applies the limit of one job name.
@@ -156,6 +157,8 @@ type Hooks struct {
 	Terminated func(j *job.Job, err error)
 	// Removed is told of the jobs the processor deleted, before it deletes them.
 	Removed func(ids []string)
+	// Expired is told of the n jobs a claim round cancelled for their start deadline.
+	Expired func(n int)
 }
 
 // Processor runs a queue's handler on its jobs until Stop.

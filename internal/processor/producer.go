@@ -312,6 +312,9 @@ func (p *producer) round() time.Duration {
 		found = p.known(now, free, names)
 		more = len(p.buf) > 0
 	}
+	read := len(found)
+	found = p.expire(ctx, found)
+	expired := len(found) < read // their slots go to the jobs behind them
 	kept, tokens := p.admit(ctx, found, now)
 	if t, ok := p.lim.soonest(now); ok && (heldUntil.IsZero() || t.Before(heldUntil)) {
 		heldUntil = t
@@ -333,9 +336,9 @@ func (p *producer) round() time.Duration {
 		// same jobs drift apart (and a job whose claim can never match cannot spin).
 		p.contended = min(max(2*p.contended, time.Millisecond), 100*time.Millisecond)
 		return p.contended/2 + rand.N(p.contended/2+1)
-	case more || missed > 0 || len(kept) < len(found):
-		// Slots filled, candidates taken elsewhere, or held back by a limit: there may be
-		// more.
+	case more || missed > 0 || len(kept) < len(found) || expired:
+		// Slots filled, candidates taken elsewhere, held back by a limit or past their
+		// deadline: there may be more.
 		p.contended = 0
 		return 0
 	}
@@ -728,4 +731,44 @@ func (p *producer) skipList(now time.Time) []any {
 		ids = append(ids, s.id)
 	}
 	return ids
+}
+
+// expire cancels the jobs of found whose start deadline has passed (job.SetDeadline)
+// rather than claim them, and returns the others. A job it could not cancel (the write
+// failed) is left for the next round or the Queue Master; it is not claimed either.
+func (p *producer) expire(ctx context.Context, found []*job.Job) []*job.Job {
+	now := time.Now()
+	var passed []string
+	for _, j := range found {
+		if rdb.Passed(j, now) {
+			passed = append(passed, j.ID)
+		}
+	}
+	if len(passed) == 0 {
+		return found
+	}
+	pr := p.p
+	cancelled, err := pr.cfg.Store.Expire(ctx, passed, now)
+	if err != nil {
+		pr.cfg.Log.Warn("cancelling jobs past their start deadline failed; they are not claimed", "jobs", len(passed), "err", err)
+	}
+	pr.expired(ctx, cancelled)
+	for _, id := range passed {
+		p.taken(id) // no longer claimable, whoever cancels it: its hint goes
+	}
+	return slices.DeleteFunc(found, func(j *job.Job) bool { return contains(passed, j.ID) })
+}
+
+// expired raises the cancelled events of jobs cancelled for their start deadline, and
+// removes them when finished jobs go at once.
+func (p *Processor) expired(ctx context.Context, ids []string) {
+	if p.cfg.Hooks.Expired != nil && len(ids) > 0 {
+		p.cfg.Hooks.Expired(len(ids))
+	}
+	for _, id := range ids {
+		p.emit(Event{Type: EventCancelled, JobID: id, Reason: job.MessageDeadlinePassed})
+	}
+	if p.cfg.RemoveFinished {
+		p.removeFinished(ctx, ids)
+	}
 }

@@ -105,6 +105,45 @@ func TestRoundClaimsTheFreeSlotsInPriorityOrder(t *testing.T) {
 	assert.Equal(t, 1, reads, "from what the first read found")
 }
 
+// A candidate whose start deadline has passed is cancelled with that reason, never
+// claimed, and does not hold back the jobs behind it.
+func TestRoundCancelsJobsPastTheirDeadline(t *testing.T) {
+	h := newHarness(t, 5, false)
+	late := h.store.add(job.Highest, time.Now().Add(-time.Second))
+	h.store.deadline(late.ID, time.Now().Add(-time.Millisecond))
+	onTime := h.store.add(job.Normal, time.Now().Add(-time.Second))
+	h.store.deadline(onTime.ID, time.Now().Add(time.Hour))
+	plain := h.store.add(job.Low, time.Now().Add(-time.Second))
+	h.p.prod.round()
+	assert.Equal(t, []string{onTime.ID, plain.ID}, h.of(EventActive))
+	assert.Equal(t, []string{late.ID}, h.of(EventCancelled))
+	assert.Equal(t, job.Cancelled, h.store.status(late.ID))
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, e := range h.events {
+		if e.Type == EventCancelled {
+			assert.Equal(t, job.MessageDeadlinePassed, e.Reason)
+		}
+	}
+}
+
+// A hinted job past its deadline is dropped with its hint: the next round claims the job
+// behind it, instead of meeting the cancelled one again.
+func TestAHintPastItsDeadlineGivesWayToTheNext(t *testing.T) {
+	h := newHarness(t, 1, true)
+	h.p.prod.round() // short: the queue is idle
+	late := h.store.add(job.Highest, time.Now().Add(-time.Second))
+	h.store.deadline(late.ID, time.Now().Add(-time.Millisecond))
+	late.Fields = map[string]any{"rjqDeadline": time.Now().Add(-time.Millisecond)}
+	next := h.store.add(job.Low, time.Now().Add(-time.Second))
+	h.p.Hint(late, self)
+	h.p.Hint(next, self)
+	assert.Equal(t, time.Duration(0), h.p.prod.round(), "a job past its deadline: go again at once")
+	h.p.prod.round()
+	assert.Equal(t, []string{late.ID}, h.of(EventCancelled))
+	assert.Equal(t, []string{next.ID}, h.of(EventActive))
+}
+
 func TestRoundWaitsForTheNextDelayedJob(t *testing.T) {
 	for _, tc := range []struct {
 		name  string

@@ -41,6 +41,9 @@ type Claim struct {
 	// logLen is the length of the job's log as read, which tells whether the claim's
 	// entry may reach the log limit.
 	logLen int
+	// deadline is true when the job has a start deadline (job.SetDeadline), which the
+	// claim checks by the server's clock.
+	deadline bool
 	// entry and trunc are the log entries the claim appends.
 	entry, trunc job.LogEntry
 }
@@ -52,7 +55,7 @@ func (t *Table) NewClaim(j *job.Job, at, leaseEnd time.Time) Claim {
 	e.Date = at
 	return Claim{
 		ID: j.ID, Status: j.Status, ProcessCount: j.ProcessCount, RetryCount: j.RetryCount,
-		At: at, LeaseEnd: leaseEnd, logLen: len(j.Log),
+		At: at, LeaseEnd: leaseEnd, logLen: len(j.Log), deadline: !j.Deadline().IsZero(),
 		entry: e,
 		trunc: TruncatedLog(&claimed, t.QueueID, t.LimitJobLogs, job.Active),
 	}
@@ -83,6 +86,7 @@ type claimGroup struct {
 	pc, rc    int
 	at, lease time.Time
 	nearLimit bool
+	deadline  bool
 	ids       []any
 	entry, tr job.LogEntry
 }
@@ -93,14 +97,15 @@ func (t *Table) claimGroups(claims []Claim) []*claimGroup {
 		status    job.Status
 		pc, rc    int
 		at, lease int64
+		deadline  bool
 	}
 	byKey := make(map[key]*claimGroup)
 	var groups []*claimGroup
 	for _, c := range claims {
-		k := key{c.Status, c.ProcessCount, c.RetryCount, c.At.UnixNano(), c.LeaseEnd.UnixNano()}
+		k := key{c.Status, c.ProcessCount, c.RetryCount, c.At.UnixNano(), c.LeaseEnd.UnixNano(), c.deadline}
 		g, ok := byKey[k]
 		if !ok {
-			g = &claimGroup{status: c.Status, pc: c.ProcessCount, rc: c.RetryCount, at: c.At, lease: c.LeaseEnd, entry: c.entry, tr: c.trunc}
+			g = &claimGroup{status: c.Status, pc: c.ProcessCount, rc: c.RetryCount, at: c.At, lease: c.LeaseEnd, deadline: c.deadline, entry: c.entry, tr: c.trunc}
 			byKey[k] = g
 			groups = append(groups, g)
 		}
@@ -136,6 +141,11 @@ func (t *Table) claimTerm(g *claimGroup) r.Term {
 			And(row.Field(docfmt.ProcessCount).Eq(g.pc)).
 			And(row.Field(docfmt.RetryCount).Eq(g.rc)).
 			And(row.Field(docfmt.DateEnable).Le(r.Now()))
+		if g.deadline {
+			// Only jobs with a start deadline pay for its check.
+			d := row.Field(docfmt.Deadline).Default(nil)
+			unchanged = unchanged.And(r.Branch(d.TypeOf().Eq("PTYPE<TIME>"), d.Gt(r.Now()), true))
+		}
 		return r.Branch(unchanged, map[string]any{
 			docfmt.Status:       string(job.Active),
 			docfmt.DateStarted:  g.at,

@@ -1,6 +1,10 @@
 package rdb
 
-import r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+import (
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
+)
 
 // The five secondary indexes of a queue's table, by the names the Node.js library uses.
 const (
@@ -21,6 +25,17 @@ const IndexClaim = "rjqIndexClaimDesc"
 // no longer creates or reads. A table that has it pays for it on every write; drop it
 // once no worker of an earlier version runs.
 const LegacyIndexClaim = "rjqIndexClaim"
+
+// IndexDeadline is this library's index of start deadlines (job.SetDeadline): the
+// waiting and failed jobs that have one, by it. Jobs without a deadline are not in it, so
+// it costs nothing to a queue that sets none; a Queue Master reads the deadlines that
+// have passed from it every second. It is not waited for when created (see LazyIndexes).
+const IndexDeadline = "rjqIndexDeadline"
+
+// LazyIndexes are created after Indexes and not waited for: what reads them tells an
+// index still being built (on a big table adopted by a new version) from an error, and
+// waits for the next pass.
+var LazyIndexes = []string{IndexDeadline}
 
 // unreadableKey is the key part of a field the claim index cannot read (a priority that
 // is not a number, a date that is not a time): the highest there is, so that such a job
@@ -63,6 +78,12 @@ func IndexFunc(name string) func(row r.Term) any {
 				row.Field("status").Eq("cancelled"), row.Field("dateFinished"),
 				row.Field("status").Eq("terminated"), row.Field("dateFinished"),
 				nil)
+		}
+	case IndexDeadline:
+		return func(row r.Term) any {
+			deadline := row.Field(docfmt.Deadline).Default(nil)
+			live := row.Field("status").Eq("waiting").Or(row.Field("status").Eq("failed"))
+			return r.Branch(deadline.TypeOf().Eq("PTYPE<TIME>").And(live), deadline, nil)
 		}
 	case IndexClaim:
 		return func(row r.Term) any {

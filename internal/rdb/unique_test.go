@@ -34,7 +34,7 @@ func TestKeepsPlace(t *testing.T) {
 		{"completed, no window", stored(job.Completed, now.Add(-time.Second)), plain, false},
 		{"completed within the window", stored(job.Completed, now.Add(-time.Minute)), window, true},
 		{"cancelled within the window", stored(job.Cancelled, now.Add(-time.Minute)), window, true},
-		{"completed before the window", stored(job.Completed, now.Add(-2 * time.Hour)), window, false},
+		{"completed before the window", stored(job.Completed, now.Add(-2*time.Hour)), window, false},
 		{"finished with no time", stored(job.Terminated, time.Time{}), window, false},
 		{"waiting, debounced: replaced", stored(job.Waiting, time.Time{}), debounce, false},
 		{"active, debounced: kept", stored(job.Active, time.Time{}), debounce, true},

@@ -1,0 +1,74 @@
+package rdb
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// Start deadlines (job.SetDeadline): a waiting or failed job whose deadline has passed
+// is cancelled, with the reason job.MessageDeadlinePassed, by whoever sees it first: a
+// Queue Master through IndexDeadline every second (ExpireDue), or a producer that read it
+// as a candidate (Expire). Each write is a compare-and-set on the job's status and
+// deadline, so a job that started, finished or got a new deadline meanwhile is left
+// alone, and a job is cancelled once whoever races.
+
+// ExpireDue cancels up to n jobs whose start deadline passed by now, through
+// IndexDeadline, and returns their ids. An index still being built (a table adopted by
+// this version) is not an error: nothing is expired until it is ready.
+func (t *Table) ExpireDue(ctx context.Context, now time.Time, n int) ([]string, error) {
+	due := t.Term().Between(r.MinVal, now, r.BetweenOpts{Index: IndexDeadline, RightBound: "closed"}).Limit(n)
+	ids, err := t.expire(ctx, due, now)
+	if err != nil && strings.Contains(err.Error(), "before its construction was finished") {
+		return nil, nil
+	}
+	return ids, err
+}
+
+// Expire cancels those of the jobs ids whose start deadline passed by now, and returns
+// them: candidates a claim read, which it must not run.
+func (t *Table) Expire(ctx context.Context, ids []string, now time.Time) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return t.expire(ctx, t.Term().GetAll(Anys(ids)...), now)
+}
+
+func (t *Table) expire(ctx context.Context, jobs r.Term, now time.Time) ([]string, error) {
+	res, err := t.Write(ctx, jobs.Update(func(row r.Term) any {
+		deadline := row.Field(docfmt.Deadline).Default(nil)
+		status := row.Field(docfmt.Status).Default("")
+		passed := status.Eq(string(job.Waiting)).Or(status.Eq(string(job.Failed))).
+			And(deadline.TypeOf().Eq("PTYPE<TIME>")).And(deadline.Le(now))
+		entry, trunc := t.rowLog(row, now, job.MessageDeadlinePassed, job.Cancelled, true)
+		return r.Branch(passed, map[string]any{
+			docfmt.Status:       string(job.Cancelled),
+			docfmt.DateFinished: now,
+			docfmt.Log:          t.AppendLog(row.Field(docfmt.Log), entry, trunc),
+			docfmt.QueueID:      t.QueueID,
+		}, nil)
+	}, r.UpdateOpts{ReturnChanges: true}))
+	if err != nil {
+		return nil, fmt.Errorf("queue %s: cancel jobs past their deadline: %w", t.Name, err)
+	}
+	var ids []string
+	for _, c := range res.Changes {
+		if doc, ok := c.NewValue.(map[string]any); ok && doc[docfmt.Status] == string(job.Cancelled) {
+			id, _ := doc[docfmt.ID].(string)
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+// Passed reports whether j's start deadline has passed at now.
+func Passed(j *job.Job, now time.Time) bool {
+	d := j.Deadline()
+	return !d.IsZero() && !d.After(now)
+}

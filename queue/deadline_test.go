@@ -1,0 +1,143 @@
+package queue_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+	"github.com/rjqgo/rethinkdb-job-queue/queue"
+)
+
+// deadlineFixture is a queue of concurrency 1 whose handler holds its one slot until
+// release is closed, and records the jobs it started.
+type deadlineFixture struct {
+	fixture
+	release chan struct{}
+	once    sync.Once
+	mu      sync.Mutex
+	started []string
+}
+
+func newDeadlineFixture(t *testing.T, opts *queue.Options) *deadlineFixture {
+	f := &deadlineFixture{fixture: newFixture(t, opts), release: make(chan struct{})}
+	t.Cleanup(f.free)
+	require.NoError(t, f.q.Process(func(ctx context.Context, j *job.Job) (any, error) {
+		f.mu.Lock()
+		f.started = append(f.started, j.ID)
+		f.mu.Unlock()
+		select {
+		case <-f.release:
+		case <-ctx.Done():
+		}
+		return nil, nil
+	}))
+	return f
+}
+
+// free lets every run end.
+func (f *deadlineFixture) free() { f.once.Do(func() { close(f.release) }) }
+
+func (f *deadlineFixture) ran(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, s := range f.started {
+		if s == id {
+			return true
+		}
+	}
+	return false
+}
+
+// A job whose deadline passes while every slot is taken never starts: the Queue Master
+// cancels it with the reason "deadline passed" within about a second, on this queue and
+// on the others of the table.
+func TestADeadlinePassedWhileWaitingCancelsTheJob(t *testing.T) {
+	t.Parallel()
+	f := newDeadlineFixture(t, &queue.Options{Concurrency: 1})
+	ctx := testContext(t)
+	watcher := newQueue(t, f.fixture, &queue.Options{MasterInterval: -1})
+	heard := watcher.Events(ctx, queue.EventCancelled)
+	events := f.q.Events(ctx, queue.EventActive, queue.EventCancelled)
+	busy, err := f.q.AddJob(ctx, f.q.CreateJob("busy"))
+	require.NoError(t, err)
+	waitForAll(t, events, queue.EventActive, busy...)
+
+	deadline := time.Now().Add(1500 * time.Millisecond)
+	late, err := f.q.AddJob(ctx, f.q.CreateJob("late").SetDeadline(deadline))
+	require.NoError(t, err)
+	e := waitFor(t, events, queue.EventCancelled, late[0].ID)
+	took := time.Since(deadline)
+	t.Logf("cancelled %v after its deadline", took.Round(time.Millisecond))
+	assert.Equal(t, job.MessageDeadlinePassed, e.Reason)
+	assert.GreaterOrEqual(t, took, time.Duration(0), "not before the deadline")
+	assert.Less(t, took, 2500*time.Millisecond, "within about a second of the deadline (slack for a loaded test server)")
+	got := f.get(t, late[0].ID)
+	assert.Equal(t, job.Cancelled, got.Status)
+	assert.Equal(t, job.MessageDeadlinePassed, got.GetLastLog().Message)
+	assert.Zero(t, got.ProcessCount, "it never started")
+	assert.Equal(t, job.MessageDeadlinePassed, waitFor(t, heard, queue.EventCancelled, late[0].ID).Reason, "other queues hear the reason")
+
+	f.free()
+	assert.False(t, f.ran(late[0].ID))
+}
+
+// With no Queue Master at all, a worker that reads a job after its deadline cancels it
+// rather than run it, and runs the jobs behind it.
+func TestAWorkerCancelsAJobPastItsDeadlineRatherThanRunIt(t *testing.T) {
+	t.Parallel()
+	f := newDeadlineFixture(t, &queue.Options{Concurrency: 1, MasterInterval: -1})
+	ctx := testContext(t)
+	events := f.q.Events(ctx, queue.EventActive, queue.EventCancelled)
+	busy, err := f.q.AddJob(ctx, f.q.CreateJob("busy"))
+	require.NoError(t, err)
+	waitForAll(t, events, queue.EventActive, busy...)
+
+	deadline := time.Now().Add(300 * time.Millisecond)
+	late, err := f.q.AddJob(ctx, f.q.CreateJob("late").SetDeadline(deadline).SetPriority(job.Highest))
+	require.NoError(t, err)
+	next, err := f.q.AddJob(ctx, f.q.CreateJob("next"))
+	require.NoError(t, err)
+	<-time.After(time.Until(deadline)) // the slot frees only once the deadline has passed
+	f.free()
+	var reason string
+	deadlineAt := time.After(15 * time.Second)
+	for ranNext := false; reason == "" || !ranNext; {
+		select {
+		case e := <-events:
+			t.Logf("%s %s %q", e.Type, e.JobID, e.Reason)
+			switch {
+			case e.Type == queue.EventCancelled && e.JobID == late[0].ID:
+				reason = e.Reason
+			case e.Type == queue.EventActive && e.JobID == next[0].ID:
+				ranNext = true
+			}
+		case <-deadlineAt:
+			t.Fatalf("cancelled with %q, next ran: %v", reason, f.ran(next[0].ID))
+		}
+	}
+	assert.Equal(t, job.MessageDeadlinePassed, reason)
+	assert.False(t, f.ran(late[0].ID), "the late job never ran")
+	assert.Equal(t, job.Cancelled, f.get(t, late[0].ID).Status)
+}
+
+// A deadline in the past, or one that passed between SetDeadline and AddJob, is refused
+// and nothing is written.
+func TestDeadlineBadInputWritesNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := testContext(t)
+	_, err := f.q.AddJob(ctx, f.q.CreateJob(nil), f.q.CreateJob(nil).SetDeadline(time.Now().Add(-time.Second)))
+	assert.ErrorIs(t, err, job.ErrInvalidDeadline)
+	_, err = f.q.AddJob(ctx, f.q.CreateJob(nil), f.q.CreateJob(nil).SetDeadline(time.Time{}))
+	assert.ErrorIs(t, err, job.ErrInvalidDeadline)
+	soon := f.q.CreateJob(nil).SetDeadline(time.Now().Add(20 * time.Millisecond))
+	<-time.After(30 * time.Millisecond)
+	_, err = f.q.AddJob(ctx, f.q.CreateJob(nil), soon)
+	assert.ErrorIs(t, err, job.ErrInvalidDeadline)
+	assert.Zero(t, f.count(t))
+}
