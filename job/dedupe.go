@@ -29,11 +29,7 @@ var (
 //
 // The window is stored in the extra field "rjqUniqueFor"; the Node.js library ignores it.
 func (j *Job) SetUniqueFor(d time.Duration) *Job {
-	if d < time.Millisecond {
-		return j.fail(fmt.Errorf("%w (got %v)", ErrInvalidUniqueFor, d))
-	}
-	j.setField(fieldUniqueFor, d.Milliseconds())
-	return j
+	return j.setMillis(fieldUniqueFor, ErrInvalidUniqueFor, d)
 }
 
 // UniqueFor returns the window SetUniqueFor set, or 0.
@@ -52,10 +48,16 @@ func (j *Job) UniqueFor() time.Duration { return j.millisField(fieldUniqueFor) }
 // the table's changes, as a new one would. The debounce is stored in the extra field
 // "rjqDebounce"; the Node.js library ignores it.
 func (j *Job) SetDebounce(d time.Duration) *Job {
+	return j.setMillis(fieldDebounce, ErrInvalidDebounce, d)
+}
+
+// setMillis stores d, at least a millisecond, in the extra field name in whole
+// milliseconds; else it keeps sentinel as the job's error.
+func (j *Job) setMillis(name string, sentinel error, d time.Duration) *Job {
 	if d < time.Millisecond {
-		return j.fail(fmt.Errorf("%w (got %v)", ErrInvalidDebounce, d))
+		return j.fail(fmt.Errorf("%w (got %v)", sentinel, d))
 	}
-	j.setField(fieldDebounce, d.Milliseconds())
+	j.setField(name, d.Milliseconds())
 	return j
 }
 
