@@ -58,6 +58,12 @@ func printJob(out io.Writer, j *job.Job) error {
 	if !j.DateFinished.IsZero() {
 		fmt.Fprintf(w, "finished\t%s\n", listing.Time(j.DateFinished))
 	}
+	if k := j.UniqueKey(); k != "" {
+		fmt.Fprintf(w, "unique key\t%s%s\n", k, uniqueNote(j))
+	}
+	if d := j.Deadline(); !d.IsZero() {
+		fmt.Fprintf(w, "deadline\t%s\n", listing.Time(d))
+	}
 	fmt.Fprintf(w, "queue\t%s\n", j.QueueID)
 	data, _ := json.Marshal(j.Data)
 	fmt.Fprintf(w, "data\t%s\n", data)
@@ -140,4 +146,20 @@ func printIndented(out io.Writer, indent, text string) {
 	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
 		fmt.Fprintf(out, "%s%s\n", indent, line)
 	}
+}
+
+// uniqueNote is what a unique key's window and debounce add to it: " (kept 24h0m0s after
+// it finished; debounce 1s)".
+func uniqueNote(j *job.Job) string {
+	var parts []string
+	if d := j.UniqueFor(); d > 0 {
+		parts = append(parts, fmt.Sprintf("kept %v after it finished", d))
+	}
+	if d := j.Debounce(); d > 0 {
+		parts = append(parts, fmt.Sprintf("debounce %v", d))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
 }
