@@ -382,7 +382,7 @@ func TestAPIJSONStyle(t *testing.T) {
 	require.NoError(t, worker.Process(func(context.Context, *job.Job) (any, error) {
 		return map[string]any{"At": time.Now()}, nil
 	}))
-	added, err := f.q.AddJob(ctx, f.q.CreateJob(map[string]any{"Upper": 1}))
+	added, err := f.q.AddJob(ctx, f.q.CreateJob(map[string]any{"Upper": 1}).SetUniqueKey("style").SetUniqueFor(time.Hour).SetDeadline(time.Now().Add(time.Hour)))
 	require.NoError(t, err)
 	_, err = f.q.Wait(ctx, added[0].ID)
 	require.NoError(t, err)
