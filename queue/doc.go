@@ -84,12 +84,14 @@
 //
 // A claim is a compare-and-set, so no two workers ever hold one run of a job, and a
 // job's handler runs once while its worker can reach the table. A run holds a lease (with
-// heartbeats: Heartbeat + 1 s, renewed every Heartbeat/2; without: the job's timeout).
-// When a worker cannot reach the table for longer than that (it crashed, or was cut off
-// from the cluster: a failover that lasts longer than the lease, a network partition),
-// a Queue Master fails its running jobs, and they run again elsewhere; the cut-off run's
-// outcome, written late, is dropped, since the run no longer owns the job. So delivery
-// is exactly once while failures are shorter than the lease, and at least once beyond.
+// heartbeats: Heartbeat + 1 s, renewed every Heartbeat/4, so that it never has less than
+// Heartbeat/2 + 1 s left, 6 s by default; without heartbeats: the job's timeout). When a
+// worker cannot reach the table for longer than its runs' leases have left (it crashed,
+// or was cut off from the cluster: a long failover, a network partition), a Queue Master
+// fails its running jobs, and they run again elsewhere; the cut-off run's outcome,
+// written late, is dropped, since the run no longer owns the job. So delivery is exactly
+// once while failures last less than Heartbeat/2 + 1 s (and up to Heartbeat + 1 s for a
+// run renewed or claimed just before), and at least once beyond.
 // A run whose handler has returned keeps its lease renewed until its outcome is written,
 // and the outcome write is retried before the lease ends, never after; a connection that
 // goes silent (no reset, no answer) is given up within a quarter of the lease, and the

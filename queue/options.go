@@ -91,8 +91,10 @@ type Options struct {
 	BaseContext func() context.Context
 	// Heartbeat sets the lease of running jobs (default 10s; negative: off, the original's
 	// lease of timeout + retryDelay × retryCount from the start). With heartbeats on, a
-	// running job's lease lasts Heartbeat + 1s and is renewed every Heartbeat/2 while its
-	// handler runs (one query for all of the queue's running jobs), and Queue Masters look
+	// running job's lease lasts Heartbeat + 1s and is renewed every Heartbeat/4 while its
+	// handler runs (one query for all of the queue's running jobs), so that it never has
+	// less than Heartbeat/2 + 1s left (6s by default: how long a failure may last without
+	// costing a second run; raise Heartbeat to tolerate longer ones), and Queue Masters look
 	// for expired leases every Heartbeat/4: a job whose worker died is retried within
 	// about 1.25 × Heartbeat + 1s instead of after its timeout and the next review. A
 	// Node.js master sees a valid future dateEnable while the worker lives. The queue's

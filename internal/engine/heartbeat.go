@@ -12,7 +12,7 @@ import (
 
 // leaseEnd is when a run of j that starts (or renews, or reports progress) at now may be
 // taken for a crashed one (see rdb.LeaseEnd): with heartbeats on, a running job's lease
-// lasts Heartbeat + 1s from each renewal, renewed every Heartbeat/2.
+// lasts Heartbeat + 1s from each renewal, renewed every Heartbeat/4.
 func (q *Queue) leaseEnd(j *job.Job, now time.Time) time.Time {
 	var hb time.Duration
 	if q.cfg.heartbeats() {

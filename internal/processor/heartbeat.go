@@ -7,8 +7,11 @@ import (
 )
 
 // With heartbeats on, a running job's lease lasts Heartbeat plus a margin from each
-// renewal, and renewals go every Heartbeat/2, in one query for all the queue's running
-// jobs, with the queue's worker entry. The same beat reads the table's live workers,
+// renewal, and beats go every Heartbeat/4 (renewPeriod), in one query for all the
+// queue's running jobs older than a period, with the queue's worker entry. So a lease
+// never has less than Heartbeat/2 plus the margin left (two periods: a run claimed just
+// after a beat is renewed at the second), which is how long a failure that begins at any
+// moment may last without costing a second run. The same beat reads the table's live workers,
 // which rank the queues for jobs made claimable elsewhere (see producer.go); the first
 // beats come sooner, so that queues started together know each other within a second.
 
@@ -16,7 +19,7 @@ import (
 var peerBeats = []time.Duration{250 * time.Millisecond, time.Second}
 
 // heartbeat renews the leases of the running jobs and this queue's worker entry every
-// Heartbeat/2 until the processor stops; it removes the entry then.
+// renewPeriod until the processor stops; it removes the entry then.
 func (p *Processor) heartbeat() {
 	if p.cfg.AssertWorkers != nil {
 		if err := p.cfg.AssertWorkers(p.hard); err != nil && p.hard.Err() == nil {
@@ -24,7 +27,7 @@ func (p *Processor) heartbeat() {
 		}
 	}
 	started := time.Now()
-	period := p.cfg.Heartbeat / 2
+	period := renewPeriod(p.cfg.Heartbeat)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for i := 0; ; i++ {
@@ -58,14 +61,14 @@ func (p *Processor) beat(started time.Time) (err error) {
 	ctx, cancel := context.WithTimeout(p.hard, max(p.cfg.Heartbeat/4, minWriteTimeout))
 	defer cancel()
 	defer func() { p.timedOut(ctx, err) }()
-	// A run claimed less than half a period ago holds a lease that outlasts the next beat
-	// by the margin: only older ones are renewed, so that a busy queue of short jobs
-	// rewrites none. Runs whose handler has returned but whose outcome is not written yet
+	// A run claimed less than a period ago holds a lease that outlasts the next beat by
+	// more than Heartbeat/2: only older ones are renewed, so that a busy queue of short
+	// jobs rewrites none. Runs whose handler has returned but whose outcome is not written yet
 	// (a connection lost) are renewed too, until it is: their lease must not end first;
 	// and so are the jobs a claim whose answer was lost may hold, until the producer
 	// finds them.
 	now := time.Now()
-	runs := append(p.exec.runsStartedBefore(now.Add(-p.cfg.Heartbeat/2)), p.comp.unwritten()...)
+	runs := append(p.exec.runsStartedBefore(now.Add(-renewPeriod(p.cfg.Heartbeat))), p.comp.unwritten()...)
 	ids := p.prod.lostClaims()
 	if len(runs) > 0 || len(ids) > 0 {
 		lease := HeartbeatLease(p.cfg.Heartbeat)
@@ -104,9 +107,18 @@ const failedBeatRetry = 500 * time.Millisecond
 // late by half a period and the margin before anyone takes the job for orphaned.
 const leaseMargin = time.Second
 
-// HeartbeatLease is how long a lease lasts from a renewal, with heartbeats every
-// heartbeat/2.
+// HeartbeatLease is how long a lease lasts from a renewal, with beats every
+// renewPeriod(heartbeat).
 func HeartbeatLease(heartbeat time.Duration) time.Duration { return heartbeat + leaseMargin }
+
+// renewPeriod is the period of the beats that renew leases: Heartbeat/4.
+func renewPeriod(heartbeat time.Duration) time.Duration { return heartbeat / 4 }
+
+// LeastLeaseLeft is the least a running job's lease has left at any moment, with
+// heartbeats every renewPeriod: HeartbeatLease less two periods, Heartbeat/2 + 1 s.
+func LeastLeaseLeft(heartbeat time.Duration) time.Duration {
+	return HeartbeatLease(heartbeat) - 2*renewPeriod(heartbeat)
+}
 
 // unregister removes this queue's worker entry, best effort: entries of queues that
 // crashed are pruned by Workers.

@@ -338,3 +338,17 @@ func TestPrefetchFollowsWhatTheBufferWasUsedFor(t *testing.T) {
 		})
 	}
 }
+
+// A lease never has less than Heartbeat/2 + 1 s left: beats every Heartbeat/4 renew the
+// runs older than a beat, so a run waits at most two beats for its renewal.
+func TestLeastLeaseLeft(t *testing.T) {
+	for _, tc := range []struct{ heartbeat, lease, least time.Duration }{
+		{10 * time.Second, 11 * time.Second, 6 * time.Second},
+		{2 * time.Second, 3 * time.Second, 2 * time.Second},
+		{time.Minute, 61 * time.Second, 31 * time.Second},
+	} {
+		assert.Equal(t, tc.lease, HeartbeatLease(tc.heartbeat))
+		assert.Equal(t, tc.least, LeastLeaseLeft(tc.heartbeat))
+		assert.Equal(t, tc.heartbeat/4, renewPeriod(tc.heartbeat))
+	}
+}
