@@ -181,8 +181,10 @@ func (t *Table) Finish(ctx context.Context, outs []Outcome) (done []RunKey, err 
 // Landed returns the keys of outs whose job holds the outcome, or held it before a later
 // claim of the job: after a write that changed fewer jobs than it was given, or whose
 // answer was lost. An outcome landed when the job carries its stamp (this queue's id and
-// its dateFinished, which no claim changes) and has not gone back to an earlier claim;
-// a later claim's outcome, with another stamp, is judged on its own.
+// its dateFinished, which no claim changes) and has not gone back to an earlier claim,
+// or, when a later claim by another queue has replaced the queue id, when the job's log
+// holds the outcome's entry; a later claim's outcome, with another stamp, is judged on
+// its own.
 func (t *Table) Landed(ctx context.Context, outs []Outcome) ([]RunKey, error) {
 	ids := make([]string, len(outs))
 	for i, o := range outs {
@@ -193,11 +195,63 @@ func (t *Table) Landed(ctx context.Context, outs []Outcome) ([]RunKey, error) {
 		return nil, fmt.Errorf("queue %s: read back outcomes: %w", t.Name, err)
 	}
 	var done []RunKey
+	var unsure []Outcome
 	for _, o := range outs {
 		d, ok := stamps[o.ID]
 		if ok && d.QueueID == t.QueueID && d.DateFinished != nil && d.DateFinished.Equal(o.DateFinished) &&
 			int(d.ProcessCount) >= o.ProcessCount {
 			done = append(done, o.Key())
+		} else if ok && int(d.ProcessCount) > o.ProcessCount {
+			unsure = append(unsure, o)
+		}
+	}
+	if len(unsure) == 0 {
+		return done, nil
+	}
+	// A job claimed again since (by another queue: the claim stamps its id) no longer
+	// carries this queue's stamp, though the outcome may have landed first and made the
+	// job claimable (a failure to retry, a repeat). Its log tells: the outcome's entry,
+	// in this queue's name, for its run, dated with its stamp.
+	more, err := t.loggedOutcomes(ctx, unsure)
+	if err != nil {
+		return nil, fmt.Errorf("queue %s: read back outcomes: %w", t.Name, err)
+	}
+	return append(done, more...), nil
+}
+
+// loggedOutcomes returns the keys of outs whose entry is in their job's log: this queue's,
+// of the run, dated with the outcome's stamp, with its status.
+func (t *Table) loggedOutcomes(ctx context.Context, outs []Outcome) ([]RunKey, error) {
+	ids := make([]string, len(outs))
+	for i, o := range outs {
+		ids[i] = o.ID
+	}
+	var entries []struct {
+		ID           string    `rethinkdb:"id"`
+		ProcessCount float64   `rethinkdb:"processCount"`
+		Date         time.Time `rethinkdb:"date"`
+		Status       string    `rethinkdb:"status"`
+	}
+	q := t.Term().GetAll(Anys(ids)...).ConcatMap(func(row r.Term) any {
+		return row.Field(docfmt.Log).Default([]any{}).Filter(func(e r.Term) r.Term {
+			return e.Field("queueId").Default(nil).Eq(t.QueueID).And(e.Field("date").Default(nil).TypeOf().Eq("PTYPE<TIME>"))
+		}).Map(func(e r.Term) any {
+			return map[string]any{"id": row.Field(docfmt.ID), "processCount": e.Field("processCount").Default(-1),
+				"date": e.Field("date"), "status": e.Field("status").Default("")}
+		})
+	})
+	if err := t.ReadAll(ctx, q, &entries); err != nil {
+		return nil, err
+	}
+	var done []RunKey
+	for _, o := range outs {
+		for _, e := range entries {
+			// The status tells the outcome's entry from a progress entry of the run
+			// (status active) made in the same millisecond.
+			if e.ID == o.ID && int(e.ProcessCount) == o.ProcessCount && e.Date.Equal(o.DateFinished) && e.Status == string(o.Status) {
+				done = append(done, o.Key())
+				break
+			}
 		}
 	}
 	return done, nil
