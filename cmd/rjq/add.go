@@ -24,6 +24,9 @@ func cmdAdd(ctx context.Context, c config, args []string, out io.Writer) error {
 	timeout := fs.Duration("timeout", 0, "how long one run may take (default: the library's)")
 	retries := fs.Int("retry-max", -1, "how many times a failed run is retried (default: the library's)")
 	unique := fs.String("unique", "", "a unique key: no job is added while another with the key is unfinished")
+	uniqueFor := fs.Duration("unique-for", 0, "with --unique: a finished job of the key also stands for this long after it finished")
+	debounce := fs.Duration("debounce", 0, "with --unique: replace the key's waiting job and start this long from now")
+	deadline := fs.Duration("deadline", 0, "cancel the job if it has not started this long from now")
 	if err := fs.Parse(args); err != nil {
 		return usagef("add: %v", err)
 	}
@@ -61,6 +64,15 @@ func cmdAdd(ctx context.Context, c config, args []string, out io.Writer) error {
 	if *unique != "" {
 		j.SetUniqueKey(*unique)
 	}
+	if *uniqueFor != 0 {
+		j.SetUniqueFor(*uniqueFor)
+	}
+	if *debounce != 0 {
+		j.SetDebounce(*debounce)
+	}
+	if *deadline != 0 {
+		j.SetDeadline(time.Now().Add(*deadline))
+	}
 	if err := j.Err(); err != nil {
 		return usagef("add: %v", err)
 	}
@@ -72,7 +84,11 @@ func cmdAdd(ctx context.Context, c config, args []string, out io.Writer) error {
 		return err
 	}
 	if c.json {
-		return json.NewEncoder(out).Encode(map[string]any{"id": added[0].ID, "status": added[0].Status})
+		return json.NewEncoder(out).Encode(map[string]any{"id": added[0].ID, "status": added[0].Status, "duplicate": added[0].Duplicate()})
+	}
+	if added[0].Duplicate() {
+		fmt.Fprintf(out, "%s %s (already there for the unique key: nothing added)\n", added[0].ID, added[0].Status)
+		return nil
 	}
 	fmt.Fprintf(out, "%s %s\n", added[0].ID, added[0].Status)
 	return nil

@@ -97,7 +97,8 @@ commands:
   show ID...               jobs with their logs, grouped by run: who ran each attempt
                            (host, pid), when, for how long, the outcome, error and stack,
                            and a completed job's result
-  add [--data JSON] [--name n] [--priority p] [--delay d] [--timeout d] [--retry-max n] [--unique key]
+  add [--data JSON] [--name n] [--priority p] [--delay d] [--timeout d] [--retry-max n]
+      [--unique key [--unique-for d] [--debounce d]] [--deadline d]
                            add one job
   cancel ID... [--reason r]
   reanimate ID...

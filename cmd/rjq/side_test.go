@@ -83,6 +83,9 @@ func TestAddAddsAJobByHand(t *testing.T) {
 		{[]string{"add", "--priority", "urgent"}, "--priority"},
 		{[]string{"add", "--timeout", "-1s"}, "add"},
 		{[]string{"add", "extra"}, "flags only"},
+		{[]string{"add", "--debounce", "1s"}, "debounce"},
+		{[]string{"add", "--unique", "k", "--unique-for", "-1h"}, "unique window"},
+		{[]string{"add", "--deadline", "-1m"}, "deadline"},
 	} {
 		res := rjq(t, bin, append(base, tc.args...)...)
 		assert.Equal(t, exitUsage, res.code, "%v: %s", tc.args, res.stderr)
@@ -91,4 +94,21 @@ func TestAddAddsAJobByHand(t *testing.T) {
 	s, err := q.Summary(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 1, s.Total, "bad input added nothing")
+
+	// A unique key with a window and a deadline; the same key again is a duplicate.
+	res = rjq(t, bin, append(base, "add", "--unique", "nightly", "--unique-for", "24h", "--deadline", "1h", "--json")...)
+	require.Equal(t, 0, res.code, res.stderr)
+	var first struct {
+		ID        string
+		Duplicate bool
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &first))
+	assert.False(t, first.Duplicate)
+	got, err = q.GetJob(ctx, first.ID)
+	require.NoError(t, err)
+	assert.Equal(t, 24*time.Hour, got[0].UniqueFor())
+	assert.WithinDuration(t, time.Now().Add(time.Hour), got[0].Deadline(), time.Minute)
+	res = rjq(t, bin, append(base, "add", "--unique", "nightly")...)
+	require.Equal(t, 0, res.code, res.stderr)
+	assert.Contains(t, res.stdout, first.ID+" waiting (already there for the unique key: nothing added)")
 }
