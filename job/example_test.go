@@ -66,3 +66,36 @@ func ExampleJob_DataAs() {
 	// Output:
 	// {To:someone@example.com Tries:2}
 }
+
+// A report that is worthless after the morning meeting: if no worker has started it by
+// then, it is cancelled with the reason "deadline passed" instead of running late. A
+// deadline already past is refused when the job is made.
+func ExampleJob_SetDeadline() {
+	meeting := time.Now().Add(2 * time.Hour)
+	j := job.New("daily report", job.Options{Name: "report"}).SetDeadline(meeting)
+	fmt.Println(j.Err(), j.Deadline().Equal(meeting.UTC().Truncate(time.Millisecond)))
+
+	late := job.New("daily report", job.Options{Name: "report"}).SetDeadline(time.Now().Add(-time.Minute))
+	fmt.Println(errors.Is(late.Err(), job.ErrInvalidDeadline))
+	// Output:
+	// <nil> true
+	// true
+}
+
+// A signup posted twice makes one welcome email, even when the first has already been
+// sent: the key's finished job stands in place of new ones for a day (Queue.AddJob
+// returns it, with Duplicate true). A search index rebuilt on every edit runs once per
+// burst of edits, a second after the last, with the last edit's data.
+func ExampleJob_SetUniqueFor() {
+	welcome := job.New("ann@example.com", job.Options{Name: "welcome"}).
+		SetUniqueKey("welcome:ann@example.com").SetUniqueFor(24 * time.Hour)
+	reindex := job.New("doc 42", job.Options{Name: "reindex"}).
+		SetUniqueKey("reindex:42").SetDebounce(time.Second)
+	fmt.Println(welcome.UniqueFor(), reindex.Debounce(), welcome.Validate() == nil && reindex.Validate() == nil)
+
+	noKey := job.New(nil, job.Options{}).SetDebounce(time.Second)
+	fmt.Println(errors.Is(noKey.Validate(), job.ErrInvalidDebounce))
+	// Output:
+	// 24h0m0s 1s true
+	// true
+}
