@@ -282,7 +282,11 @@ func cmdWatch(ctx context.Context, c config, args []string, out io.Writer) error
 			continue
 		}
 		if c.json {
-			_ = enc.Encode(map[string]any{"time": time.Now(), "type": e.Type, "job": e.JobID, "queue": e.QueueID, "progress": e.Progress})
+			line := map[string]any{"time": time.Now(), "type": e.Type, "job": e.JobID, "queue": e.QueueID, "progress": e.Progress}
+			if e.Reason != "" {
+				line["reason"] = e.Reason
+			}
+			_ = enc.Encode(line)
 			continue
 		}
 		fmt.Fprintf(out, "%s %-10s %s %s\n", listing.Time(time.Now()), e.Type, e.JobID, strings.TrimSpace(progressText(e)))
@@ -290,9 +294,14 @@ func cmdWatch(ctx context.Context, c config, args []string, out io.Writer) error
 	return nil
 }
 
+// progressText is what a watch line says after the job id: a progress event's percent,
+// a cancelled event's reason ("deadline passed", say).
 func progressText(e queue.Event) string {
-	if e.Type == queue.EventProgress {
+	switch {
+	case e.Type == queue.EventProgress:
 		return fmt.Sprintf("%.0f%%", e.Progress)
+	case e.Reason != "":
+		return e.Reason
 	}
 	return ""
 }
