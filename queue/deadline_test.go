@@ -75,7 +75,13 @@ func TestADeadlinePassedWhileWaitingCancelsTheJob(t *testing.T) {
 	t.Logf("cancelled %v after its deadline", took.Round(time.Millisecond))
 	assert.Equal(t, job.MessageDeadlinePassed, e.Reason)
 	assert.GreaterOrEqual(t, took, time.Duration(0), "not before the deadline")
-	assert.Less(t, took, 2500*time.Millisecond, "within about a second of the deadline (slack for a loaded test server)")
+	// Within about a second: the Master looks every second. reqlite under -race on a
+	// loaded CI machine answers slowly; it gets more slack.
+	limit := 2 * time.Second
+	if f.srv.IsReqlite() {
+		limit = 5 * time.Second
+	}
+	assert.Less(t, took, limit, "within about a second of the deadline")
 	got := f.get(t, late[0].ID)
 	assert.Equal(t, job.Cancelled, got.Status)
 	assert.Equal(t, job.MessageDeadlinePassed, got.GetLastLog().Message)
