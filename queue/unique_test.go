@@ -193,7 +193,7 @@ func TestDebounceRunsABurstOnceWithTheLastData(t *testing.T) {
 	events := f.q.Events(ctx, queue.EventActive, queue.EventCompleted)
 	add := func(n int) *job.Job {
 		t.Helper()
-		got, err := f.q.AddJob(ctx, f.q.CreateJob(n).SetUniqueKey("reindex").SetDebounce(time.Second))
+		got, err := f.q.AddJob(ctx, f.q.CreateJob(n).SetUniqueKey("reindex").SetDebounce(2*time.Second))
 		require.NoError(t, err)
 		return got[0]
 	}
