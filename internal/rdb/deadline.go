@@ -21,11 +21,14 @@ import (
 
 // ExpireDue cancels up to n jobs whose start deadline passed by now, through
 // IndexDeadline, and returns their ids. An index still being built (a table adopted by
-// this version) is not an error: nothing is expired until it is ready.
+// this version) or missing (its creation needs the config permission) is not an error:
+// nothing is expired here until it is ready, and workers still cancel such jobs when they
+// read them.
 func (t *Table) ExpireDue(ctx context.Context, now time.Time, n int) ([]string, error) {
 	due := t.Term().Between(r.MinVal, now, r.BetweenOpts{Index: IndexDeadline, RightBound: "closed"}).Limit(n)
 	ids, err := t.expire(ctx, due, now)
-	if err != nil && strings.Contains(err.Error(), "before its construction was finished") {
+	if err != nil && (strings.Contains(err.Error(), "before its construction was finished") ||
+		strings.Contains(err.Error(), "Index `"+IndexDeadline+"` was not found")) {
 		return nil, nil
 	}
 	return ids, err
