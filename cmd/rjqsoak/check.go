@@ -59,8 +59,8 @@ func (r run) killedBefore(t time.Time) bool {
 	return !k.IsZero() && (t.IsZero() || k.Before(t))
 }
 
-// check waits for the queue to drain (every acknowledged job finished, or 5 minutes),
-// then checks every acknowledged job against the table and the ledgers.
+// check waits for the queue to drain (see drain), then checks every acknowledged job
+// against the table and the ledgers.
 func (o *orchestrator) check(ctx context.Context, q *queue.Queue, started time.Time) (result, error) {
 	var res result
 	added, err := readAdded(filepath.Join(o.dir, "producer.ledger"))
@@ -72,40 +72,26 @@ func (o *orchestrator) check(ctx context.Context, q *queue.Queue, started time.T
 	for id := range added {
 		ids = append(ids, id)
 	}
+	o.drain(ctx, q)
 	jobs := map[string]*job.Job{}
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		clear(jobs)
-		for chunk := range slices.Chunk(ids, 1000) {
-			cctx, cancel := context.WithTimeout(ctx, time.Minute)
-			got, err := q.GetJob(cctx, chunk...)
-			cancel()
-			if err != nil && !strings.Contains(err.Error(), "not found") {
-				return res, fmt.Errorf("read the jobs: %w", err)
-			}
-			for _, j := range got {
-				jobs[j.ID] = j
-			}
-			if err != nil {
-				// Some are missing: read them one by one to know which.
-				for _, id := range chunk {
-					if g, err := q.GetJob(ctx, id); err == nil {
-						jobs[id] = g[0]
-					}
+	for chunk := range slices.Chunk(ids, 1000) {
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		got, err := q.GetJob(cctx, chunk...)
+		cancel()
+		if err != nil && !strings.Contains(err.Error(), "not found") {
+			return res, fmt.Errorf("read the jobs: %w", err)
+		}
+		for _, j := range got {
+			jobs[j.ID] = j
+		}
+		if err != nil {
+			// Some are missing: read them one by one to know which.
+			for _, id := range chunk {
+				if g, err := q.GetJob(ctx, id); err == nil {
+					jobs[id] = g[0]
 				}
 			}
 		}
-		unfinished := 0
-		for _, j := range jobs {
-			if !j.Status.Finished() {
-				unfinished++
-			}
-		}
-		if unfinished == 0 || time.Now().After(deadline) {
-			break
-		}
-		o.logf("soak: %d of %d jobs not finished yet", unfinished, len(added))
-		time.Sleep(5 * time.Second)
 	}
 	runs, err := o.readRuns()
 	if err != nil {
@@ -278,4 +264,43 @@ func (o *orchestrator) readRuns() (map[string][]run, error) {
 		}
 	}
 	return out, nil
+}
+
+// drainStall is how long the drain waits for the live jobs to go down before it gives up:
+// what is left then is stranded.
+const drainStall = 2 * time.Minute
+
+// drain waits until the queue holds no live job (waiting, active or failed), for as long as
+// their number keeps going down: a backlog the workers are still working through (a soak
+// that added faster than they process) is drained, however long it takes, and a job that
+// cannot finish stops the wait after drainStall without progress. It reads the live counts
+// only (Summary: three index counts), so that the wait does not slow the workers.
+func (o *orchestrator) drain(ctx context.Context, q *queue.Queue) {
+	best, progressed, logged := -1, time.Now(), time.Time{}
+	for {
+		sctx, cancel := context.WithTimeout(ctx, time.Minute)
+		s, err := q.Summary(sctx)
+		cancel()
+		live := s.Waiting + s.Active + s.Failed
+		switch {
+		case err != nil:
+			o.logf("soak: reading the live jobs: %v", err)
+		case live == 0:
+			return
+		case best < 0 || live < best:
+			best, progressed = live, time.Now()
+		}
+		if time.Since(progressed) > drainStall || ctx.Err() != nil {
+			o.logf("soak: %d live jobs, none finished for %v: giving up the drain", live, drainStall)
+			return
+		}
+		if time.Since(logged) >= 30*time.Second {
+			logged = time.Now()
+			o.logf("soak: draining, %d live jobs (%d waiting, %d active, %d failed)", live, s.Waiting, s.Active, s.Failed)
+		}
+		select {
+		case <-time.After(2 * time.Second):
+		case <-ctx.Done():
+		}
+	}
 }
