@@ -19,6 +19,8 @@ import (
 func deadlineTable(t *testing.T) (*rdb.Table, func(job.Status, time.Time) string) {
 	db, s := testserver.DB(t), testserver.Session(t)
 	require.NoError(t, dbinit.Assert(context.Background(), dbinit.Target{Session: s, DB: db, Table: "jobs"}))
+	// Assert does not wait for this index (ExpireDue does without it until it is built).
+	require.NoError(t, r.DB(db).Table("jobs").IndexWait(rdb.IndexDeadline).Exec(s))
 	tbl := &rdb.Table{Session: s, DB: db, Name: "jobs", QueueID: "master:m", LimitJobLogs: 100}
 	return tbl, func(status job.Status, deadline time.Time) string {
 		j := job.New(nil, job.DefaultOptions())
