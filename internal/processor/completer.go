@@ -120,6 +120,18 @@ func retryWait(backoff time.Duration, outs []*outcome, now time.Time) time.Durat
 	return wait
 }
 
+// dueAgain is the earliest time an outcome of outs makes its job claimable again (a
+// failure to retry, a repeat, a pass-back), if any does.
+func dueAgain(outs []*outcome) (time.Time, bool) {
+	var at time.Time
+	for _, o := range outs {
+		if e := o.write.DateEnable; e != nil && !o.finished && (at.IsZero() || e.Before(at)) {
+			at = *e
+		}
+	}
+	return at, !at.IsZero()
+}
+
 // minRetryWait is the shortest wait between failed outcome writes.
 const minRetryWait = 20 * time.Millisecond
 
@@ -145,6 +157,12 @@ func (c *completer) loop() {
 				return
 			}
 			c.putBack(outs)
+			// A write whose answer was lost may have landed, and made its jobs due again
+			// (a failure to retry, a repeat): the producer looks for them then, as it
+			// would after a confirmed write. Without a changefeed nothing else may tell it.
+			if at, ok := dueAgain(outs); ok {
+				p.prod.dueAt(at)
+			}
 			backoff = min(max(2*backoff, 100*time.Millisecond), maxWriteBackoff)
 			wait := retryWait(backoff, outs, time.Now())
 			p.cfg.Log.Warn("writing outcomes failed", "err", err, "retry in", wait)
