@@ -47,13 +47,13 @@ const IndexClaim = rdb.IndexClaim
 const LegacyIndexClaim = rdb.LegacyIndexClaim
 
 // Indexes lists the index names in the order they are created: the Node.js library's five,
-// IndexClaim, then IndexDeadline (the start deadlines of job.SetDeadline, which Assert does
-// not wait for: on a big table it is built in the background). It is a copy: changing it
-// changes nothing that Assert creates.
-var Indexes = append(slices.Clone(rdb.Indexes), rdb.LazyIndexes...)
+// then IndexClaim. It is a copy: changing it changes nothing that Assert creates.
+var Indexes = slices.Clone(rdb.Indexes)
 
 // IndexDeadline is this library's index of the start deadlines of waiting and failed jobs
-// (job.SetDeadline); a job without one is not in it.
+// (job.SetDeadline). Assert does not create it: a queue creates it when it first adds a
+// job with a deadline, so that a table whose jobs have none never pays for it, and
+// nothing waits for it (see queue.Queue.AddJob).
 const IndexDeadline = rdb.IndexDeadline
 
 // Target names the table to assert and how to reach it.
@@ -180,15 +180,9 @@ func assertOnce(ctx context.Context, t Target) error {
 	if err := create(rdb.Indexes); err != nil {
 		return err
 	}
-	if err := run("wait for indexes of "+t.Table, table.IndexWait(anys(rdb.Indexes)...)); err != nil {
-		return err
-	}
-	// Built in the background on a big table: nothing waits for them. Nor does anything
-	// need them to work: a user without the config permission on a table made by an
-	// earlier version (which cannot create them) still gets a working queue, and what
-	// reads them does without (see rdb.LazyIndexes).
-	_ = create(rdb.LazyIndexes)
-	return nil
+	// By name: an index of this library's that is built in the background (IndexDeadline,
+	// on a big table) holds nobody up.
+	return run("wait for indexes of "+t.Table, table.IndexWait(anys(rdb.Indexes)...))
 }
 
 // createOpts are the options of the table's creation: none but those given.

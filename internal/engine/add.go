@@ -30,6 +30,7 @@ func (q *Queue) AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error
 		return nil, err
 	}
 	defer end()
+	q.ensureDeadlineIndex(ctx, jobs)
 	b := q.newBatch(jobs)
 	here := q.claimHere(&b)
 	if len(b.plain) > 0 {
@@ -217,4 +218,23 @@ func CheckNewJobs(jobs []*job.Job) error {
 		seen[j.ID] = true
 	}
 	return nil
+}
+
+// ensureDeadlineIndex creates the table's index of start deadlines the first time this
+// queue adds a job with one (rdb.IndexDeadline: a table whose jobs have none never pays
+// for it). It does not wait for the index, and a failure (no permission to create
+// indexes, say) only means that such jobs are cancelled by the workers that read them
+// late rather than by a Queue Master on time: it is logged, and not tried again.
+func (q *Queue) ensureDeadlineIndex(ctx context.Context, jobs []*job.Job) {
+	if q.deadlineIndex.Load() || !slices.ContainsFunc(jobs, func(j *job.Job) bool { return !j.Deadline().IsZero() }) {
+		return
+	}
+	if err := q.db.EnsureDeadlineIndex(ctx); err != nil {
+		if ctx.Err() != nil {
+			return // try again on the next add
+		}
+		q.log.Warn("creating the index of start deadlines failed: jobs past their deadline are cancelled when a worker reads them, not by a Queue Master within a second",
+			"index", rdb.IndexDeadline, "err", err)
+	}
+	q.deadlineIndex.Store(true)
 }

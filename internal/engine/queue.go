@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -65,6 +66,9 @@ type Queue struct {
 	// exactBelow is the table size below which Summary counts every job (see
 	// Summary): rdb.ExactBelowJobs, but for tests.
 	exactBelow int
+	// deadlineIndex is set once this queue has made sure of the table's index of start
+	// deadlines (see ensureDeadlineIndex).
+	deadlineIndex atomic.Bool
 }
 
 // stopTimeout bounds the driver's STOP of a query whose context ended (see connectOpts).

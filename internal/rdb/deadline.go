@@ -3,6 +3,7 @@ package rdb
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,6 +33,23 @@ func (t *Table) ExpireDue(ctx context.Context, now time.Time, n int) ([]string, 
 		return nil, nil
 	}
 	return ids, err
+}
+
+// EnsureDeadlineIndex creates IndexDeadline unless the table has it, and does not wait for
+// it to be built. An index that another queue created first is not an error.
+func (t *Table) EnsureDeadlineIndex(ctx context.Context) error {
+	var names []string
+	if err := t.ReadAll(ctx, t.Term().IndexList(), &names); err != nil {
+		return err
+	}
+	if slices.Contains(names, IndexDeadline) {
+		return nil
+	}
+	_, err := t.Write(ctx, t.Term().IndexCreateFunc(IndexDeadline, IndexFunc(IndexDeadline)))
+	if err != nil && strings.Contains(err.Error(), "already exists") {
+		return nil
+	}
+	return err
 }
 
 // Expire cancels those of the jobs ids whose start deadline passed by now, and returns
