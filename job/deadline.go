@@ -15,9 +15,10 @@ var ErrInvalidDeadline = fmt.Errorf("%w deadline: want a time in the future, bef
 // t passes while the job waits (or waits for a retry), it is cancelled with the reason
 // "deadline passed" (MessageDeadlinePassed): a cancelled event with that Reason, on
 // every queue of the table, and that log entry. A Queue Master cancels it within about a
-// second of t (every queue is one by default); a worker that reads it after t cancels it
-// rather than run it, so it never starts late even with no Master. A run that started
-// before t is not affected.
+// second of t (every queue is one by default; a Master with NoChangeFeed may take up to a
+// minute to notice the table's first job with a deadline, when another process added
+// it); a worker that reads it after t cancels it rather than run it, so it never starts
+// late even with no Master. A run that started before t is not affected.
 //
 // The deadline is stored, to the millisecond, in the extra field "rjqDeadline". A
 // Node.js worker knows nothing of it: it runs such a job whenever it claims it.

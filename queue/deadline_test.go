@@ -56,8 +56,21 @@ func (f *deadlineFixture) ran(id string) bool {
 // A job whose deadline passes while every slot is taken never starts: the Queue Master
 // cancels it with the reason "deadline passed" within about a second, on this queue and
 // on the others of the table.
+//
+// The table's first job with a deadline brings the index the Master reads them through:
+// the Master hears of it at once whether its own queue added the job or another one (in
+// another process: a web process that adds, say) did.
 func TestADeadlinePassedWhileWaitingCancelsTheJob(t *testing.T) {
 	t.Parallel()
+	for _, by := range []string{"the Master's queue", "another queue"} {
+		t.Run("added by "+by, func(t *testing.T) {
+			t.Parallel()
+			testDeadlinePassedWhileWaiting(t, by == "another queue")
+		})
+	}
+}
+
+func testDeadlinePassedWhileWaiting(t *testing.T, elsewhere bool) {
 	f := newDeadlineFixture(t, &queue.Options{Concurrency: 1})
 	ctx := testContext(t)
 	watcher := newQueue(t, f.fixture, &queue.Options{MasterInterval: -1})
@@ -66,9 +79,13 @@ func TestADeadlinePassedWhileWaitingCancelsTheJob(t *testing.T) {
 	busy, err := f.q.AddJob(ctx, f.q.CreateJob("busy"))
 	require.NoError(t, err)
 	waitForAll(t, events, queue.EventActive, busy...)
+	adder := f.q
+	if elsewhere {
+		adder = watcher
+	}
 
 	deadline := time.Now().Add(1500 * time.Millisecond)
-	late, err := f.q.AddJob(ctx, f.q.CreateJob("late").SetDeadline(deadline))
+	late, err := adder.AddJob(ctx, adder.CreateJob("late").SetDeadline(deadline))
 	require.NoError(t, err)
 	e := waitFor(t, events, queue.EventCancelled, late[0].ID)
 	took := time.Since(deadline)
@@ -146,4 +163,28 @@ func TestDeadlineBadInputWritesNothing(t *testing.T) {
 	_, err = f.q.AddJob(ctx, f.q.CreateJob(nil), soon)
 	assert.ErrorIs(t, err, job.ErrInvalidDeadline)
 	assert.Zero(t, f.count(t))
+}
+
+// A Master that has looked for the index of start deadlines and not found it looks again
+// a minute later, unless its changefeed shows it a job with a deadline: then at its next
+// tick, so that the table's first such job, added by another process, is cancelled on
+// time too.
+func TestTheMasterHearsOfTheFirstDeadlineAddedElsewhere(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &queue.Options{MasterInterval: -1})
+	ctx := testContext(t)
+	require.NoError(t, queue.ExpireDue(ctx, f.q), "no index yet: nothing to read")
+	added := f.q.Events(ctx, queue.EventAdded)
+	other := newQueue(t, f, &queue.Options{MasterInterval: -1})
+	late, err := other.AddJob(ctx, other.CreateJob("late").SetDeadline(time.Now().Add(300*time.Millisecond)))
+	require.NoError(t, err)
+	waitFor(t, added, queue.EventAdded, late[0].ID)
+
+	until := time.Now().Add(10 * time.Second)
+	for f.get(t, late[0].ID).Status != job.Cancelled {
+		require.True(t, time.Now().Before(until), "the expiry did not cancel the job within 10 s of hearing of it")
+		require.NoError(t, queue.ExpireDue(ctx, f.q))
+		<-time.After(50 * time.Millisecond) // the next tick
+	}
+	assert.Equal(t, job.MessageDeadlinePassed, f.get(t, late[0].ID).GetLastLog().Message)
 }

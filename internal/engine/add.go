@@ -237,4 +237,5 @@ func (q *Queue) ensureDeadlineIndex(ctx context.Context, jobs []*job.Job) {
 			"index", rdb.IndexDeadline, "err", err)
 	}
 	q.deadlineIndex.Store(true)
+	q.deadlineSeen()
 }

@@ -102,6 +102,9 @@ func (q *Queue) pauseGlobally() {
 // onChange acts on one change of the feed.
 func (q *Queue) onChange(c changefeed.Change) {
 	act := changefeed.Classify(c, q.id)
+	if d, ok := c.New[docfmt.Deadline]; ok && d != nil {
+		q.deadlineSeen() // perhaps added by another process, which made the index
+	}
 	switch act.Kind {
 	case changefeed.Ignore:
 	case changefeed.Paused:

@@ -69,6 +69,11 @@ type Queue struct {
 	// deadlineIndex is set once this queue has made sure of the table's index of start
 	// deadlines (see ensureDeadlineIndex).
 	deadlineIndex atomic.Bool
+	// deadlineIndexSeen is set while the table is known to have that index: the Master's
+	// expiry reads it only then (see ExpireDue). Until then, deadlineIndexCheck is when
+	// the Master next looks for it (Unix nanoseconds; 0: at its next tick).
+	deadlineIndexSeen  atomic.Bool
+	deadlineIndexCheck atomic.Int64
 }
 
 // stopTimeout bounds the driver's STOP of a query whose context ended (see connectOpts).

@@ -2,9 +2,11 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/master"
 )
@@ -74,15 +76,39 @@ func (q *Queue) masterServices() master.Services {
 			_, err := q.AddJob(ctx, j)
 			return err
 		},
-		Expire: q.expireDue,
+		Expire: q.ExpireDue,
 	}
 }
 
-// expireDue cancels the jobs whose start deadline has passed (job.SetDeadline), a
-// thousand at a time, and raises their cancelled events.
-func (q *Queue) expireDue(ctx context.Context) error {
+// ExpireDue cancels the jobs whose start deadline has passed (job.SetDeadline), a
+// thousand at a time, and raises their cancelled events. It reads the table only while
+// the table has the index of start deadlines, which the first job with a deadline
+// brings: a table whose jobs have none costs a look at its index list a minute, not a
+// query a second. This queue's own AddJob of such a job, or one seen on its changefeed,
+// makes it look at its next tick.
+func (q *Queue) ExpireDue(ctx context.Context) error {
+	if !q.deadlineIndexSeen.Load() {
+		now := time.Now()
+		if now.UnixNano() < q.deadlineIndexCheck.Load() {
+			return nil
+		}
+		q.deadlineIndexCheck.Store(now.Add(deadlineIndexRecheck).UnixNano())
+		has, err := q.db.HasIndex(ctx, rdb.IndexDeadline)
+		if err != nil || !has {
+			return err
+		}
+		q.deadlineIndexSeen.Store(true)
+	}
 	for {
 		ids, err := q.db.ExpireDue(ctx, time.Now().UTC().Truncate(time.Millisecond), expireBatch)
+		if errors.Is(err, rdb.ErrNoDeadlineIndex) {
+			// Dropped by hand, or so new that the table's replicas do not have it yet (its
+			// configuration lists it before they do): look at the list again at the next
+			// tick, which says which.
+			q.deadlineIndexSeen.Store(false)
+			q.deadlineIndexCheck.Store(0)
+			return nil
+		}
 		if err != nil || len(ids) == 0 {
 			return err
 		}
@@ -98,3 +124,15 @@ func (q *Queue) expireDue(ctx context.Context) error {
 
 // expireBatch is how many jobs past their deadline one write cancels at most.
 const expireBatch = 1000
+
+// deadlineIndexRecheck is how often a Master looks for the index of start deadlines on a
+// table without it (see ExpireDue).
+const deadlineIndexRecheck = time.Minute
+
+// deadlineSeen tells the Master's expiry that a job with a start deadline exists: unless
+// it already reads the index of start deadlines, it looks for it at its next tick.
+func (q *Queue) deadlineSeen() {
+	if !q.deadlineIndexSeen.Load() {
+		q.deadlineIndexCheck.Store(0)
+	}
+}

@@ -2,6 +2,7 @@ package rdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -20,32 +21,47 @@ import (
 // deadline, so a job that started, finished or got a new deadline meanwhile is left
 // alone, and a job is cancelled once whoever races.
 
+// ErrNoDeadlineIndex is ExpireDue's answer on a table without IndexDeadline (no job with
+// a deadline was added by a queue that could create it, it was dropped, or it was created
+// a moment ago and the table's replicas do not have it yet).
+var ErrNoDeadlineIndex = errors.New("the table has no index of start deadlines")
+
 // ExpireDue cancels up to n jobs whose start deadline passed by now, through
 // IndexDeadline, and returns their ids. An index still being built (a table adopted by
-// this version) or missing (its creation needs the config permission) is not an error:
-// nothing is expired here until it is ready, and workers still cancel such jobs when they
-// read them.
+// this version) is not an error: nothing is expired here until it is ready, and workers
+// still cancel such jobs when they read them. A missing index is ErrNoDeadlineIndex.
 func (t *Table) ExpireDue(ctx context.Context, now time.Time, n int) ([]string, error) {
 	due := t.Term().Between(r.MinVal, now, r.BetweenOpts{Index: IndexDeadline, RightBound: "closed"}).Limit(n)
 	ids, err := t.expire(ctx, due, now)
-	if err != nil && (strings.Contains(err.Error(), "before its construction was finished") ||
-		strings.Contains(err.Error(), "Index `"+IndexDeadline+"` was not found")) {
+	switch {
+	case err == nil:
+		return ids, nil
+	case strings.Contains(err.Error(), "before its construction was finished"):
 		return nil, nil
+	case strings.Contains(err.Error(), "Index `"+IndexDeadline+"` was not found"):
+		return nil, fmt.Errorf("queue %s: %w", t.Name, ErrNoDeadlineIndex)
 	}
-	return ids, err
+	return nil, err
+}
+
+// HasIndex reports whether the table's configuration lists the secondary index name,
+// built or not.
+func (t *Table) HasIndex(ctx context.Context, name string) (bool, error) {
+	var names []string
+	if err := t.ReadAll(ctx, t.Term().IndexList(), &names); err != nil {
+		return false, fmt.Errorf("queue %s: list the table's indexes: %w", t.Name, err)
+	}
+	return slices.Contains(names, name), nil
 }
 
 // EnsureDeadlineIndex creates IndexDeadline unless the table has it, and does not wait for
 // it to be built. An index that another queue created first is not an error.
 func (t *Table) EnsureDeadlineIndex(ctx context.Context) error {
-	var names []string
-	if err := t.ReadAll(ctx, t.Term().IndexList(), &names); err != nil {
+	has, err := t.HasIndex(ctx, IndexDeadline)
+	if err != nil || has {
 		return err
 	}
-	if slices.Contains(names, IndexDeadline) {
-		return nil
-	}
-	_, err := t.Write(ctx, t.Term().IndexCreateFunc(IndexDeadline, IndexFunc(IndexDeadline)))
+	_, err = t.Write(ctx, t.Term().IndexCreateFunc(IndexDeadline, IndexFunc(IndexDeadline)))
 	if err != nil && strings.Contains(err.Error(), "already exists") {
 		return nil
 	}

@@ -56,13 +56,21 @@ func TestExpireDueCancelsOnce(t *testing.T) {
 }
 
 // A table without the deadline index (no job with a deadline was added by a queue that
-// could create it) is not an error: the jobs wait for a worker to cancel them.
+// could create it) says so, for the Master to stop asking until it is there.
 func TestExpireDueDoesWithoutItsIndex(t *testing.T) {
 	testserver.SkipOnReqlite(t, "reqlite answers a read of a missing index with a malformed response, not RethinkDB's \"Index ... was not found\" error")
 	tbl, insert := deadlineTable(t)
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	insert(job.Waiting, now.Add(-time.Second))
-	ids, err := tbl.ExpireDue(context.Background(), now, 100)
-	assert.NoError(t, err)
+	ctx := context.Background()
+	has, err := tbl.HasIndex(ctx, rdb.IndexDeadline)
+	require.NoError(t, err)
+	assert.False(t, has)
+	ids, err := tbl.ExpireDue(ctx, now, 100)
+	assert.ErrorIs(t, err, rdb.ErrNoDeadlineIndex)
 	assert.Empty(t, ids)
+	require.NoError(t, tbl.EnsureDeadlineIndex(ctx))
+	has, err = tbl.HasIndex(ctx, rdb.IndexDeadline)
+	require.NoError(t, err)
+	assert.True(t, has, "there as soon as it is created, built or not")
 }
