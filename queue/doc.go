@@ -154,8 +154,9 @@
 //
 // Unique jobs (job.SetUniqueKey), Wait and job.Result, heartbeats and Workers, backoff
 // (job.SetBackoff, Options.RetryBackoff), OnTerminated, cron schedules (Schedule), rate
-// limits and time windows per job name (SetLimit) and metrics (Options.Metrics). Each
-// keeps the table readable by the Node.js library: new data lives in extra fields or side
-// tables ("<queue>_workers", "<queue>_schedules", "<queue>_limits"); the README says what
-// a Node.js worker does when it meets each.
+// limits, time windows and running caps per job name (SetLimit), groups with running
+// limits (job.SetGroup, SetGroupLimit) and metrics (Options.Metrics). Each keeps the
+// table readable by the Node.js library: new data lives in extra fields or side tables
+// ("<queue>_workers", "<queue>_schedules", "<queue>_limits", "<queue>_slots"); the README
+// says what a Node.js worker does when it meets each.
 package queue

@@ -97,6 +97,32 @@ func ExampleQueue_SetLimit() {
 	}
 }
 
+// Give every customer a fair share of the workers: at most two of a customer's imports
+// run at once across every worker process, five for a big one, and at most ten renders
+// in all.
+func ExampleQueue_SetGroupLimit() {
+	ctx := context.Background()
+	q, err := queue.New(ctx, nil, &queue.Options{Name: "imports"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer q.Stop(ctx)
+
+	if err := q.SetGroupLimit(ctx, "", 2); err != nil { // every group without its own
+		log.Fatal(err)
+	}
+	if err := q.SetGroupLimit(ctx, "customer-7", 5); err != nil {
+		log.Fatal(err)
+	}
+	if err := q.SetLimit(ctx, "render", queue.Limit{Running: 10}); err != nil {
+		log.Fatal(err)
+	}
+	_, err = q.AddJob(ctx, q.CreateJob(map[string]string{"file": "orders.csv"}).SetGroup("customer-42"))
+	if err != nil {
+		log.Fatal(err) // wraps job.ErrInvalidGroup for an empty or over-long group
+	}
+}
+
 // Hear about jobs that will not run again, and retry on a policy of the queue's own.
 func ExampleOptions_onTerminated() {
 	ctx := context.Background()

@@ -9,9 +9,9 @@ import (
 )
 
 // Limit holds back the jobs of one name, across every worker of the queue's table: a rate
-// limit (at most Starts starts per Per) and a daily time window. Limits are kept in the
-// table "<queue>_limits"; the rate is a token bucket in the database that workers take
-// from atomically as they claim. A Node.js worker does not know limits and starts such
+// limit (at most Starts starts per Per), a daily time window and a running cap. Limits are
+// kept in the table "<queue>_limits"; the rate is a token bucket in the database that
+// workers take from atomically as they claim, the cap's slots are in "<queue>_slots". A Node.js worker does not know limits and starts such
 // jobs whenever it claims them.
 type Limit struct {
 	// Starts and Per: at most Starts starts per Per, spread as a bucket of Starts tokens
@@ -20,6 +20,12 @@ type Limit struct {
 	Per    time.Duration
 	// Window, when set, lets the jobs start only within it; they wait, due, outside it.
 	Window *Window
+	// Running, when positive, caps the jobs of the name active at once across every
+	// worker of the table: each run holds one of Running slots from its claim until its
+	// outcome is written, or until its lease ends when its worker died (never less, so
+	// the cap is never exceeded, and never for ever). Zero: no cap. A Node.js worker
+	// knows nothing of it and runs such jobs outside the cap.
+	Running int
 }
 
 // Window is a daily time window: From and To are clock times ("09:00", "17:30") in
@@ -32,13 +38,14 @@ type Window struct {
 }
 
 // ErrInvalidLimit is wrapped by the error of SetLimit given an empty name, a negative or
-// half-given rate, or a window that does not parse.
+// half-given rate, a negative Running, or a window that does not parse; and by that of
+// SetGroupLimit given a group SetGroup refuses or a negative limit.
 var ErrInvalidLimit = invalid("queue: invalid limit")
 
 // SetLimit sets (or replaces) the limit of the jobs named name; a new rate limit starts
 // with a full bucket. Processing queues of other processes apply it within five seconds.
 func (q *Queue) SetLimit(ctx context.Context, name string, l Limit) error {
-	return publicErr(q.e.SetLimit(ctx, name, engine.Limit{Starts: l.Starts, Per: l.Per, Window: (*engine.Window)(l.Window)}))
+	return publicErr(q.e.SetLimit(ctx, name, engine.Limit{Starts: l.Starts, Per: l.Per, Window: (*engine.Window)(l.Window), Running: l.Running}))
 }
 
 // RemoveLimit removes the limit of the jobs named name. It returns an error wrapping
@@ -56,7 +63,7 @@ func (q *Queue) Limits(ctx context.Context) (map[string]Limit, error) {
 	}
 	out := make(map[string]Limit, len(limits))
 	for name, l := range limits {
-		out[name] = Limit{Starts: l.Starts, Per: l.Per, Window: (*Window)(l.Window)}
+		out[name] = Limit{Starts: l.Starts, Per: l.Per, Window: (*Window)(l.Window), Running: l.Running}
 	}
 	return out, nil
 }
@@ -65,4 +72,25 @@ func (q *Queue) Limits(ctx context.Context) (map[string]Limit, error) {
 type limit struct {
 	starts int
 	window *window.Window
+}
+
+// SetGroupLimit sets the running limit of group (see job.SetGroup): at most running jobs
+// of the group are active at once across every worker of the table. Group "" sets the
+// default of every group without a limit of its own; running 0 sets no limit (for the
+// default: groups without their own are not limited). Each run holds a slot of its
+// group from its claim until its outcome is written, or until its lease ends when its
+// worker died: never less, so the limit is never exceeded, and never for ever.
+// Processing queues of other processes apply a new limit within five seconds.
+//
+// A job of a group whose slots are all taken waits, and the jobs behind it go first. A
+// Node.js worker knows nothing of groups and runs their jobs outside the limit.
+func (q *Queue) SetGroupLimit(ctx context.Context, group string, running int) error {
+	return publicErr(q.e.SetGroupLimit(ctx, group, running))
+}
+
+// GroupLimits returns the running limits of groups set by SetGroupLimit, by group (""
+// for the default).
+func (q *Queue) GroupLimits(ctx context.Context) (map[string]int, error) {
+	groups, err := q.e.GroupLimits(ctx)
+	return groups, publicErr(err)
 }

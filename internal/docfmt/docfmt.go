@@ -79,3 +79,6 @@ func Number(v any) (float64, bool) {
 // Millis is t in UTC cut to whole milliseconds, as RethinkDB keeps times: what is read back
 // is then equal to what was written.
 func Millis(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
+
+// Group is the extra field of a job's group (job.SetGroup), a string.
+const Group = "rjqGroup"

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rjqgo/rethinkdb-job-queue/internal/processor"
@@ -13,9 +14,10 @@ import (
 
 // Limit and Window are queue.Limit and queue.Window, whose docs say what they mean.
 type Limit struct {
-	Starts int
-	Per    time.Duration
-	Window *Window
+	Starts  int
+	Per     time.Duration
+	Window  *Window
+	Running int
 }
 
 // Window: see Limit.
@@ -36,7 +38,12 @@ func (q *Queue) SetLimit(ctx context.Context, name string, l Limit) error {
 	if err := q.assertSide(ctx, rdb.LimitsSuffix); err != nil {
 		return err
 	}
-	stored := rdb.StoredLimit{Name: name, Starts: l.Starts, Per: float64(l.Per.Milliseconds())}
+	if l.Running > 0 {
+		if err := q.assertSide(ctx, rdb.SlotsSuffix); err != nil {
+			return err
+		}
+	}
+	stored := rdb.StoredLimit{Name: name, Starts: l.Starts, Per: float64(l.Per.Milliseconds()), Running: l.Running}
 	if l.Window != nil {
 		stored.From, stored.To, stored.Location = l.Window.From, l.Window.To, l.Window.Location
 	}
@@ -83,7 +90,7 @@ func (q *Queue) Limits(ctx context.Context) (map[string]Limit, error) {
 	var stored []rdb.StoredLimit
 	var bad []error
 	err = q.onSide(ctx, rdb.LimitsSuffix, func() (err error) {
-		stored, bad, err = q.db.Limits(ctx)
+		stored, _, bad, err = q.db.Limits(ctx)
 		return err
 	})
 	if err != nil {
@@ -101,10 +108,10 @@ func (q *Queue) Limits(ctx context.Context) (map[string]Limit, error) {
 
 // limitings reads the table's limits as the processor applies them. A limit that cannot
 // be read or is not valid (written by hand) is ignored and logged.
-func (q *Queue) limitings(ctx context.Context) (map[string]processor.Limiting, error) {
-	stored, bad, err := q.db.Limits(ctx)
+func (q *Queue) limitings(ctx context.Context) (processor.Limitings, error) {
+	stored, groups, bad, err := q.db.Limits(ctx)
 	if err != nil {
-		return nil, err
+		return processor.Limitings{}, err
 	}
 	for _, err := range bad {
 		q.log.Warn("a stored limit cannot be read and is ignored", "err", err)
@@ -116,17 +123,17 @@ func (q *Queue) limitings(ctx context.Context) (map[string]processor.Limiting, e
 			q.log.Warn("a stored limit is not valid and is ignored", "name", s.Name, "err", err)
 			continue
 		}
-		l := processor.Limiting{Starts: parsed.starts}
+		l := processor.Limiting{Starts: parsed.starts, Running: s.Running}
 		if w := parsed.window; w != nil {
 			l.Window = w.At
 		}
 		out[s.Name] = l
 	}
-	return out, nil
+	return processor.Limitings{Names: out, Groups: groups}, nil
 }
 
 func limitOf(s rdb.StoredLimit) Limit {
-	l := Limit{Starts: s.Starts, Per: time.Duration(s.Per * float64(time.Millisecond))}
+	l := Limit{Starts: s.Starts, Per: time.Duration(s.Per * float64(time.Millisecond)), Running: s.Running}
 	if s.From != "" || s.To != "" {
 		l.Window = &Window{From: s.From, To: s.To, Location: s.Location}
 	}
@@ -147,12 +154,14 @@ func parseLimit(name string, l Limit) (limit, error) {
 	switch {
 	case name == "":
 		return bad("the job name must not be empty")
-	case l.Starts < 0 || l.Per < 0:
-		return bad("Starts and Per must not be negative")
+	case strings.HasPrefix(name, rdb.GroupLimitPrefix):
+		return bad("a job name must not start with %q, which group limits use", rdb.GroupLimitPrefix)
+	case l.Starts < 0 || l.Per < 0 || l.Running < 0:
+		return bad("Starts, Per and Running must not be negative")
 	case (l.Starts > 0) != (l.Per > 0):
 		return bad("give both Starts and Per, or neither")
-	case l.Starts == 0 && l.Window == nil:
-		return bad("give a rate (Starts per Per), a Window, or both")
+	case l.Starts == 0 && l.Window == nil && l.Running == 0:
+		return bad("give a rate (Starts per Per), a Window, Running, or several")
 	case l.Per > 0 && l.Per < time.Millisecond:
 		return bad("Per must be at least a millisecond")
 	}
@@ -165,4 +174,62 @@ func parseLimit(name string, l Limit) (limit, error) {
 		out.window = &parsed
 	}
 	return out, nil
+}
+
+// SetGroupLimit is queue.Queue.SetGroupLimit, whose doc says what it does.
+func (q *Queue) SetGroupLimit(ctx context.Context, group string, running int) error {
+	if err := checkGroupLimit(group, running); err != nil {
+		return err
+	}
+	end, err := q.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer end()
+	for _, side := range []string{rdb.LimitsSuffix, rdb.SlotsSuffix} {
+		if err := q.assertSide(ctx, side); err != nil {
+			return err
+		}
+	}
+	if err := q.onSide(ctx, rdb.LimitsSuffix, func() error { return q.db.PutGroupLimit(ctx, group, running) }); err != nil {
+		return fmt.Errorf("queue %s: set the limit of group %q: %w", q.cfg.Name, group, err)
+	}
+	if p := q.processor(); p != nil {
+		p.LimitsChanged()
+	}
+	return nil
+}
+
+// checkGroupLimit checks the arguments of SetGroupLimit.
+func checkGroupLimit(group string, running int) error {
+	if group != "" {
+		if err := job.New(nil, job.DefaultOptions()).SetGroup(group).Err(); err != nil {
+			return fmt.Errorf("%w of group %q: %w", ErrInvalidLimit, group, err)
+		}
+	}
+	if running < 0 {
+		return fmt.Errorf("%w of group %q: running must not be negative (0: no limit)", ErrInvalidLimit, group)
+	}
+	return nil
+}
+
+// GroupLimits is queue.Queue.GroupLimits, whose doc says what it does.
+func (q *Queue) GroupLimits(ctx context.Context) (map[string]int, error) {
+	end, err := q.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	var groups map[string]int
+	err = q.onSide(ctx, rdb.LimitsSuffix, func() (err error) {
+		_, groups, _, err = q.db.Limits(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue %s: list group limits: %w", q.cfg.Name, err)
+	}
+	if groups == nil {
+		groups = map[string]int{}
+	}
+	return groups, nil
 }

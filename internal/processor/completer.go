@@ -291,6 +291,11 @@ func (c *completer) written(ctx context.Context, outs []*outcome, done []rdb.Run
 			remove = append(remove, id)
 		}
 	}
+	ended := make([]rdb.RunKey, len(outs))
+	for i, o := range outs {
+		ended[i] = o.write.Key()
+	}
+	p.runsEnded(ctx, ended)
 	p.act.update(func(a *activity) { a.pending -= len(outs) })
 	p.announceIdle()
 	if !again.IsZero() {

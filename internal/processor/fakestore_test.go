@@ -247,3 +247,13 @@ func (s *fakeStore) status(id string) job.Status {
 	defer s.mu.Unlock()
 	return s.jobs[id].Status
 }
+
+func (s *fakeStore) TakeSlots(context.Context, []rdb.SlotTake) (rdb.Slots, error) {
+	return nil, errors.New("fakeStore: no running slots")
+}
+
+func (s *fakeStore) ReleaseSlots(context.Context, map[string][]rdb.Holder) error { return nil }
+
+func (s *fakeStore) Stale(context.Context, rdb.Slots, time.Time) (map[string][]string, error) {
+	return nil, nil
+}

@@ -2,9 +2,11 @@ package processor
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -20,12 +22,20 @@ type limiter struct {
 
 	read   time.Time
 	limits map[string]Limiting
+	// groups are the running limits of groups ("": the default).
+	groups map[string]int
 	// none is set while the limits are known and there are none (see Reserve); under mu,
 	// like stale.
 	none bool
 	// emptyUntil holds back a rate-limited name whose bucket was found empty, until its
 	// next token.
 	emptyUntil map[string]time.Time
+	// fullUntil holds back the jobs of a slot key (rdb.NameSlot, rdb.GroupSlot) whose
+	// slots were all taken, until a slot is given back here or slotRecheck has passed.
+	fullUntil map[string]time.Time
+	// freed are the keys whose slots runs of this processor gave back since the last
+	// claim (under mu).
+	freed []string
 }
 
 // limitsChanged makes the producer read the limits again before its next claim.
@@ -60,13 +70,24 @@ func (p *producer) refreshLimits(ctx context.Context, now time.Time) {
 		return
 	}
 	l.mu.Lock()
-	l.limits, l.none = limits, len(limits) == 0
+	l.limits, l.groups, l.none = limits.Names, limits.Groups, len(limits.Names) == 0 && len(limits.Groups) == 0
 	l.mu.Unlock()
 }
 
-// held returns the job names a claim at now leaves out: outside their window, or with an
-// empty bucket; and the earliest time one of them may start again (zero when none).
-func (p *producer) held(ctx context.Context, now time.Time) (names []string, until time.Time) {
+// holdBack are the jobs a claim leaves out: of these names and groups.
+type holdBack struct {
+	names, groups []string
+}
+
+// holds reports whether j is held back.
+func (h holdBack) holds(j *job.Job) bool {
+	return contains(h.names, j.Name) || len(h.groups) > 0 && contains(h.groups, j.Group())
+}
+
+// held returns the jobs a claim at now leaves out: of names outside their window, with an
+// empty bucket or every running slot taken, and of groups with every slot taken; and the
+// earliest time one of them may start again (zero when none).
+func (p *producer) held(ctx context.Context, now time.Time) (hold holdBack, until time.Time) {
 	p.refreshLimits(ctx, now)
 	l := &p.lim
 	sooner := func(t time.Time) {
@@ -74,7 +95,28 @@ func (p *producer) held(ctx context.Context, now time.Time) (names []string, unt
 			until = t
 		}
 	}
-	if len(l.limits) > 0 {
+	l.mu.Lock()
+	freed := l.freed
+	l.freed = nil
+	l.mu.Unlock()
+	for _, key := range freed {
+		delete(l.fullUntil, key)
+	}
+	for key, t := range l.fullUntil {
+		if !now.Before(t) {
+			delete(l.fullUntil, key)
+			continue
+		}
+		sooner(t)
+		if name, ok := strings.CutPrefix(key, rdb.NameSlot("")); ok {
+			hold.names = append(hold.names, name)
+		} else if group, ok := strings.CutPrefix(key, rdb.GroupSlot("")); ok {
+			hold.groups = append(hold.groups, group)
+		}
+	}
+	names := hold.names
+	defer func() { hold.names = names }()
+	if len(l.limits) > 0 || len(l.groups) > 0 {
 		// Limits set or removed elsewhere, or a window opening on a day the clock jumps,
 		// are seen within limitsRefresh even while the producer has nothing else to do.
 		sooner(now.Add(limitsRefresh))
@@ -96,7 +138,7 @@ func (p *producer) held(ctx context.Context, now time.Time) (names []string, unt
 			delete(l.emptyUntil, name)
 		}
 	}
-	return names, until
+	return hold, until
 }
 
 // admit takes rate tokens for the jobs of rate-limited names and keeps those it got one
@@ -162,9 +204,11 @@ func (p *producer) returnTokens(ctx context.Context, tokens map[string]string, u
 // soonest is when the first name that admit held back may start again.
 func (l *limiter) soonest(now time.Time) (time.Time, bool) {
 	var first time.Time
-	for _, t := range l.emptyUntil {
-		if t.After(now) && (first.IsZero() || t.Before(first)) {
-			first = t
+	for _, until := range []map[string]time.Time{l.emptyUntil, l.fullUntil} {
+		for _, t := range until {
+			if t.After(now) && (first.IsZero() || t.Before(first)) {
+				first = t
+			}
 		}
 	}
 	return first, !first.IsZero()

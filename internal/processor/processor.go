@@ -69,6 +69,9 @@ type Store interface {
 	DeleteWorker(ctx context.Context) error
 	Workers(ctx context.Context) ([]rdb.WorkerEntry, error)
 	Expire(ctx context.Context, ids []string, now time.Time) ([]string, error)
+	TakeSlots(ctx context.Context, takes []rdb.SlotTake) (rdb.Slots, error)
+	ReleaseSlots(ctx context.Context, runs map[string][]rdb.Holder) error
+	Stale(ctx context.Context, slots rdb.Slots, now time.Time) (map[string][]string, error)
 }
 
 // Limiting is how the producer applies the limit of one job name.
@@ -79,6 +82,16 @@ type Limiting struct {
 	// Window, when not nil, tells whether the name's window is open at t, and when it
 	// opens next when it is not.
 	Window func(t time.Time) (open bool, opens time.Time)
+	// Running, when positive, caps the jobs of the name active at once across every
+	// worker: each run holds one of its slots (see rdb.TakeSlots).
+	Running int
+}
+
+// Limitings are the table's limits as the producer applies them: by job name, and the
+// running limit of each group (the key "" holds the default of groups without one).
+type Limitings struct {
+	Names  map[string]Limiting
+	Groups map[string]int
 }
 
 // Config is what a Processor needs. Every func field is called from the processor's
@@ -118,8 +131,8 @@ type Config struct {
 	RetryDelay rdb.CustomDelay
 	// RemoveFinished removes jobs as soon as their outcome finishes them.
 	RemoveFinished bool
-	// Limits reads the table's limits by job name.
-	Limits func(ctx context.Context) (map[string]Limiting, error)
+	// Limits reads the table's limits.
+	Limits func(ctx context.Context) (Limitings, error)
 	// PassBack saves a job a handler passed back, only while the run that made
 	// processCount owner still owns it (ErrNotOwned otherwise).
 	PassBack func(ctx context.Context, j *job.Job, owner int) error
@@ -175,6 +188,10 @@ type Processor struct {
 	// quit ends the goroutines once Stop has waited for the runs and their outcomes.
 	quit chan struct{}
 	once sync.Once
+	// slotRuns are the running slots the runs of this processor hold, by run (see
+	// takeSlots), for their outcome to give back.
+	slotMu   sync.Mutex
+	slotRuns map[rdb.RunKey][]string
 }
 
 // New returns a processor for cfg; Start starts it.

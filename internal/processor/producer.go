@@ -299,28 +299,29 @@ func (p *producer) round() time.Duration {
 	}
 	defer p.endClaim()
 	now := time.Now()
-	names, heldUntil := p.held(ctx, now)
+	hold, heldUntil := p.held(ctx, now)
 	var found []*job.Job
 	var more bool // the table may hold more due jobs than this round took
 	var nextRead time.Time
 	if p.shouldRead(now, free) {
 		var err error
-		if found, more, nextRead, err = p.read(ctx, now, free, names); err != nil {
+		if found, more, nextRead, err = p.read(ctx, now, free, hold); err != nil {
 			return p.failed(err)
 		}
 	} else {
-		found = p.known(now, free, names)
+		found = p.known(now, free, hold)
 		more = len(p.buf) > 0
 	}
 	read := len(found)
 	found = p.expire(ctx, found)
 	expired := len(found) < read // their slots go to the jobs behind them
 	kept, tokens := p.admit(ctx, found, now)
+	kept, slots := p.takeSlots(ctx, kept, now)
 	if t, ok := p.lim.soonest(now); ok && (heldUntil.IsZero() || t.Before(heldUntil)) {
 		heldUntil = t
 	}
 	nextRead = earliest(nextRead, heldUntil)
-	won, missed, err := p.claim(ctx, kept, tokens)
+	won, missed, err := p.claim(ctx, kept, tokens, slots)
 	if err != nil {
 		return p.failed(err)
 	}
@@ -414,10 +415,10 @@ func (p *producer) part() rdb.Part {
 // reads its own part first; only when that does not fill its slots does it read the
 // whole head, and take the others' jobs too, its own first: a worker that died, or is
 // full, holds nothing back.
-func (p *producer) read(ctx context.Context, now time.Time, free int, names []string) (found []*job.Job, more bool, nextRead time.Time, err error) {
+func (p *producer) read(ctx context.Context, now time.Time, free int, hold holdBack) (found []*job.Job, more bool, nextRead time.Time, err error) {
 	pr := p.p
 	want := p.prefetch(free)
-	skip := rdb.Skip{IDs: p.skipList(now), Names: names}
+	skip := rdb.Skip{IDs: p.skipList(now), Names: hold.names, Groups: hold.groups}
 	if part := p.part(); part.Of > 1 {
 		skip.Part = part
 		c, err := pr.cfg.Store.ReadCandidates(ctx, want, skip)
@@ -513,7 +514,7 @@ func (p *producer) usable(list []rdb.Candidate) []*job.Job {
 // an earlier read found, and the hinted ones whose turn has come, in the order this queue
 // claims them (by priority, its own turn first, then as the index orders them). Jobs of
 // held names wait. The jobs of the buffer it returns leave it.
-func (p *producer) known(now time.Time, n int, held []string) []*job.Job {
+func (p *producer) known(now time.Time, n int, held holdBack) []*job.Job {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	ready := make([]hint, 0, len(p.buf))
@@ -527,7 +528,7 @@ func (p *producer) known(now time.Time, n int, held []string) []*job.Job {
 			ready = append(ready, h)
 		}
 	}
-	ready = slices.DeleteFunc(ready, func(h hint) bool { return contains(held, h.job.Name) })
+	ready = slices.DeleteFunc(ready, func(h hint) bool { return held.holds(h.job) })
 	sortHints(ready)
 	jobs := make([]*job.Job, 0, min(n, len(ready)))
 	for _, h := range ready[:min(n, len(ready))] {
@@ -554,7 +555,7 @@ func sortHints(hs []hint) {
 
 // claim claims jobs, hands those it won to the executor and returns how many it won and
 // missed. tokens are the rate tokens the jobs took, put back for those not won.
-func (p *producer) claim(ctx context.Context, jobs []*job.Job, tokens map[string]string) (won, missed int, err error) {
+func (p *producer) claim(ctx context.Context, jobs []*job.Job, tokens map[string]string, slots map[string][]string) (won, missed int, err error) {
 	pr := p.p
 	if len(jobs) == 0 {
 		return 0, 0, nil
@@ -597,12 +598,13 @@ func (p *producer) claim(ctx context.Context, jobs []*job.Job, tokens map[string
 		p.buf, p.bufDropped = nil, true
 	}
 	p.mu.Unlock()
-	if len(tokens) > 0 {
+	if len(tokens) > 0 || len(slots) > 0 {
 		won := make(map[string]bool, len(res.Claimed))
 		for _, j := range res.Claimed {
 			won[j.ID] = true
 		}
 		p.returnTokens(ctx, tokens, func(id string) bool { return !won[id] })
+		p.settleSlots(ctx, jobs, slots, won)
 	}
 	for id, err := range res.Unreadable {
 		p.report(id, fmt.Errorf("queue %s: claimed job %s cannot be read; it is left active for the review: %w", pr.cfg.Name, id, err))

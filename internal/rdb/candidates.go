@@ -87,6 +87,8 @@ func bands() [][2][]any {
 type Skip struct {
 	IDs   []any
 	Names []string
+	// Groups leaves out the jobs of these groups (job.SetGroup).
+	Groups []string
 	// Part, when Of is 2 or more, leaves out the jobs of every part but Part.Index (see
 	// PartOf).
 	Part Part
@@ -142,6 +144,9 @@ func notSkipped(skip Skip) func(doc r.Term) r.Term {
 		keep := ids.Contains(doc.Field(docfmt.ID)).Not()
 		if len(skip.Names) > 0 {
 			keep = keep.And(names.Contains(doc.Field(docfmt.Name).Default(nil)).Not())
+		}
+		if len(skip.Groups) > 0 {
+			keep = keep.And(r.Expr(skip.Groups).Contains(doc.Field(docfmt.Group).Default(nil)).Not())
 		}
 		if skip.Part.Of > 1 {
 			first := doc.Field(docfmt.ID).Slice(0, 1).Default(nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
@@ -28,13 +29,27 @@ type StoredLimit struct {
 	From     string `rethinkdb:"from"`
 	To       string `rethinkdb:"to"`
 	Location string `rethinkdb:"location"`
+	// Running caps the jobs of the name active at once (0: no cap).
+	Running int `rethinkdb:"running"`
+}
+
+// GroupLimitPrefix starts the id of a group's running limit in the limits table, followed
+// by the group ("" for the default of every group without one): no job name may start
+// with it.
+const GroupLimitPrefix = "rjq:group:"
+
+// PutGroupLimit writes the running limit of group ("": the default).
+func (t *Table) PutGroupLimit(ctx context.Context, group string, running int) error {
+	doc := map[string]any{"id": GroupLimitPrefix + group, "group": group, "running": running, "queueId": t.QueueID}
+	_, err := t.Write(ctx, t.Side(LimitsSuffix).Insert(doc, r.InsertOpts{Conflict: "replace"}))
+	return err
 }
 
 // PutLimit writes the limit l, replacing one of the same name with a full bucket.
 func (t *Table) PutLimit(ctx context.Context, l StoredLimit) error {
 	doc := map[string]any{
 		"id": l.Name, "starts": l.Starts, "per": l.Per, "tokens": l.Starts, "at": r.Now().ToEpochTime(),
-		"from": l.From, "to": l.To, "location": l.Location, "queueId": t.QueueID,
+		"from": l.From, "to": l.To, "location": l.Location, "running": l.Running, "queueId": t.QueueID,
 	}
 	_, err := t.Write(ctx, t.Side(LimitsSuffix).Insert(doc, r.InsertOpts{Conflict: "replace"}))
 	return err
@@ -45,15 +60,26 @@ func (t *Table) DeleteLimit(ctx context.Context, name string) (bool, error) {
 	return t.deleteSide(ctx, LimitsSuffix, name)
 }
 
-// Limits reads every limit, by name. A document that is not a limit (written by hand,
-// say) is left out and reported in bad, so that it cannot switch off the others.
-func (t *Table) Limits(ctx context.Context) (limits []StoredLimit, bad []error, err error) {
+// Limits reads every limit: by name, and the running limits of groups. A document that is
+// not a limit (written by hand, say) is left out and reported in bad, so that it cannot
+// switch off the others.
+func (t *Table) Limits(ctx context.Context) (limits []StoredLimit, groups map[string]int, bad []error, err error) {
 	var docs []map[string]any
 	tbl := t.Side(LimitsSuffix)
 	if err := t.readSide(ctx, tbl, tbl.OrderBy("id"), &docs); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	groups = make(map[string]int)
 	for _, doc := range docs {
+		if id, _ := doc["id"].(string); strings.HasPrefix(id, GroupLimitPrefix) {
+			n, ok := docfmt.Number(doc["running"])
+			if !ok || n != math.Trunc(n) || n < 0 {
+				bad = append(bad, fmt.Errorf("group limit document %q: want running as a whole number, not negative", id))
+				continue
+			}
+			groups[strings.TrimPrefix(id, GroupLimitPrefix)] = int(n)
+			continue
+		}
 		l, err := limitFrom(doc)
 		if err != nil {
 			bad = append(bad, err)
@@ -61,7 +87,7 @@ func (t *Table) Limits(ctx context.Context) (limits []StoredLimit, bad []error, 
 		}
 		limits = append(limits, l)
 	}
-	return limits, bad, nil
+	return limits, groups, bad, nil
 }
 
 // limitFrom reads a limit document; the bucket's level and time are the server's business.
@@ -78,6 +104,10 @@ func limitFrom(doc map[string]any) (StoredLimit, error) {
 	ok = true
 	l.Name = str("id")
 	l.From, l.To, l.Location = str("from"), str("to"), str("location")
+	running, okRunning := docfmt.Number(doc["running"])
+	if doc["running"] == nil {
+		running, okRunning = 0, true
+	}
 	starts, okStarts := docfmt.Number(doc["starts"])
 	per, okPer := docfmt.Number(doc["per"])
 	if doc["starts"] == nil {
@@ -86,10 +116,11 @@ func limitFrom(doc map[string]any) (StoredLimit, error) {
 	if doc["per"] == nil {
 		per, okPer = 0, true
 	}
-	if !ok || l.Name == "" || !okStarts || !okPer || starts != math.Trunc(starts) || starts < 0 || per < 0 {
-		return StoredLimit{}, fmt.Errorf("limit document %v: want id, from, to, location as strings and starts, per as numbers", doc["id"])
+	if !ok || l.Name == "" || !okStarts || !okPer || !okRunning || starts != math.Trunc(starts) || starts < 0 || per < 0 ||
+		running != math.Trunc(running) || running < 0 {
+		return StoredLimit{}, fmt.Errorf("limit document %v: want id, from, to, location as strings and starts, per, running as numbers", doc["id"])
 	}
-	l.Starts, l.Per = int(starts), per
+	l.Starts, l.Per, l.Running = int(starts), per, int(running)
 	return l, nil
 }
 

@@ -1,0 +1,233 @@
+package processor
+
+import (
+	"context"
+	"time"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// Running caps: a job of a name with Limiting.Running, or of a group with a running
+// limit, starts only once its run holds a slot of each (rdb.TakeSlots), taken before its
+// claim; a claim that does not win the job gives the slot back at once, a run gives it
+// back with its outcome. A key found full holds its jobs back until a slot is given back
+// here, or slotRecheck has passed (a slot given back by another process).
+
+// slotRecheck is how long the jobs of a full key wait before a claim tries its slots
+// again, unless a run of this processor gives one back first.
+const slotRecheck = 250 * time.Millisecond
+
+// slotKeys are the slot keys that a run of j must hold, with their limits.
+func (l *limiter) slotKeys(j *job.Job) (keys []string, limits []int) {
+	if n := l.limits[j.Name].Running; n > 0 {
+		keys, limits = append(keys, rdb.NameSlot(j.Name)), append(limits, n)
+	}
+	if g := j.Group(); g != "" {
+		n, ok := l.groups[g]
+		if !ok {
+			n = l.groups[""]
+		}
+		if n > 0 {
+			keys, limits = append(keys, rdb.GroupSlot(g)), append(limits, n)
+		}
+	}
+	return keys, limits
+}
+
+// takeSlots takes the running slots of the jobs that need them, and keeps, in order, the
+// jobs that need none and those whose run got every slot it needs; it gives back the
+// slots of a job that got some but not all. slots maps each kept job that holds slots to
+// their keys. A key that had no room for a job holds its jobs back (fullUntil).
+func (p *producer) takeSlots(ctx context.Context, jobs []*job.Job, now time.Time) (kept []*job.Job, slots map[string][]string) {
+	l := &p.lim
+	if len(l.groups) == 0 && !anyRunning(l.limits) {
+		return jobs, nil
+	}
+	need := make(map[string][]string)
+	var order []string
+	takes := make(map[string]*rdb.SlotTake)
+	for _, j := range jobs {
+		keys, limits := l.slotKeys(j)
+		if len(keys) == 0 {
+			continue
+		}
+		need[j.ID] = keys
+		for i, key := range keys {
+			t, ok := takes[key]
+			if !ok {
+				t = &rdb.SlotTake{Key: key, Limit: limits[i]}
+				takes[key] = t
+				order = append(order, key)
+			}
+			t.Want = append(t.Want, rdb.Holder{ID: j.ID, PC: j.ProcessCount + 1})
+		}
+	}
+	if len(takes) == 0 {
+		return jobs, nil
+	}
+	list := make([]rdb.SlotTake, len(order))
+	for i, key := range order {
+		list[i] = *takes[key]
+	}
+	got, err := p.p.cfg.Store.TakeSlots(ctx, list)
+	if err == nil {
+		// A key without room for every run asked for may hold slots of runs that are over
+		// (a worker that died): drop those, and take again.
+		var again []rdb.SlotTake
+		full := make(rdb.Slots)
+		for _, t := range list {
+			for _, h := range t.Want {
+				if !got.Holds(t.Key, h) {
+					full[t.Key] = got[t.Key]
+					break
+				}
+			}
+		}
+		if len(full) > 0 {
+			stale, serr := p.p.cfg.Store.Stale(ctx, full, now)
+			if serr != nil {
+				p.p.cfg.Log.Warn("reading the runs that hold running slots failed", "err", serr)
+			}
+			for _, t := range list {
+				if ids := stale[t.Key]; len(ids) > 0 {
+					t.Stale = ids
+					again = append(again, t)
+				}
+			}
+		}
+		if len(again) > 0 {
+			more, aerr := p.p.cfg.Store.TakeSlots(ctx, again)
+			if aerr == nil {
+				for key, held := range more {
+					got[key] = held
+				}
+			}
+		}
+	}
+	if err != nil {
+		p.p.cfg.Log.Warn("taking running slots failed; the jobs that need them wait", "err", err)
+		got = rdb.Slots{}
+	}
+	slots = make(map[string][]string)
+	giveBack := make(map[string][]rdb.Holder)
+	if l.fullUntil == nil {
+		l.fullUntil = make(map[string]time.Time)
+	}
+	for _, j := range jobs {
+		keys, ok := need[j.ID]
+		if !ok {
+			kept = append(kept, j)
+			continue
+		}
+		h := rdb.Holder{ID: j.ID, PC: j.ProcessCount + 1}
+		var have []string
+		for _, key := range keys {
+			if got.Holds(key, h) {
+				have = append(have, key)
+			} else {
+				l.fullUntil[key] = now.Add(slotRecheck)
+			}
+		}
+		if len(have) == len(keys) {
+			kept = append(kept, j)
+			slots[j.ID] = keys
+			continue
+		}
+		for _, key := range have {
+			giveBack[key] = append(giveBack[key], h)
+		}
+	}
+	p.releaseSlots(ctx, giveBack)
+	return kept, slots
+}
+
+func anyRunning(limits map[string]Limiting) bool {
+	for _, l := range limits {
+		if l.Running > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// settleSlots gives back the slots of the jobs a claim did not win, and records those of
+// the runs it won, for their outcome to give back.
+func (p *producer) settleSlots(ctx context.Context, jobs []*job.Job, slots map[string][]string, won map[string]bool) {
+	if len(slots) == 0 {
+		return
+	}
+	giveBack := make(map[string][]rdb.Holder)
+	pr := p.p
+	pr.slotMu.Lock()
+	for _, j := range jobs {
+		keys, ok := slots[j.ID]
+		if !ok {
+			continue
+		}
+		h := rdb.Holder{ID: j.ID, PC: j.ProcessCount + 1}
+		if won[j.ID] {
+			if pr.slotRuns == nil {
+				pr.slotRuns = make(map[rdb.RunKey][]string)
+			}
+			pr.slotRuns[rdb.RunKey{ID: h.ID, ProcessCount: h.PC}] = keys
+			continue
+		}
+		for _, key := range keys {
+			giveBack[key] = append(giveBack[key], h)
+		}
+	}
+	pr.slotMu.Unlock()
+	p.releaseSlots(ctx, giveBack)
+}
+
+// releaseSlots gives slots back; a failure only leaves them to be found stale.
+func (p *producer) releaseSlots(ctx context.Context, runs map[string][]rdb.Holder) {
+	if len(runs) == 0 {
+		return
+	}
+	if err := p.p.cfg.Store.ReleaseSlots(ctx, runs); err != nil {
+		p.p.cfg.Log.Info("giving running slots back failed; they are taken back once found stale", "err", err)
+	}
+}
+
+// runsEnded gives back the slots of runs whose outcome was written (or whose claim was
+// lost), and lets the jobs of their keys be claimed again here at once.
+func (p *Processor) runsEnded(ctx context.Context, runs []rdb.RunKey) {
+	giveBack := make(map[string][]rdb.Holder)
+	p.slotMu.Lock()
+	for _, k := range runs {
+		keys, ok := p.slotRuns[k]
+		if !ok {
+			continue
+		}
+		delete(p.slotRuns, k)
+		for _, key := range keys {
+			giveBack[key] = append(giveBack[key], rdb.Holder{ID: k.ID, PC: k.ProcessCount})
+		}
+	}
+	p.slotMu.Unlock()
+	if len(giveBack) == 0 {
+		return
+	}
+	if err := p.cfg.Store.ReleaseSlots(ctx, giveBack); err != nil {
+		p.cfg.Log.Info("giving running slots back failed; they are taken back once found stale", "err", err)
+	}
+	p.prod.slotsFreed(giveBack)
+}
+
+// slotsFreed lets the jobs of keys whose slots were given back be claimed at once.
+func (p *producer) slotsFreed(keys map[string][]rdb.Holder) {
+	p.lim.mu.Lock()
+	p.lim.freed = append(p.lim.freed, mapKeys(keys)...)
+	p.lim.mu.Unlock()
+	p.wake(true)
+}
+
+func mapKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

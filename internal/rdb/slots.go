@@ -1,0 +1,239 @@
+package rdb
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// Running caps (a job name's Limit.Running, a group's limit) are slots, held by runs. The
+// side table SlotsSuffix holds one document per capped key (see NameSlot, GroupSlot) with
+// the runs that hold one of its slots: {id, holders: {jobId: {pc, at}}}, pc being the
+// processCount the run's claim sets and at when it took the slot. A worker takes slots
+// before it claims, in one atomic update per key (so that workers taking at once never
+// hold more than the cap), and gives them back with the run's outcome, or when the claim
+// did not win the job. A holder whose run is over without giving its slot back (its
+// worker died) is stale, and the next take that finds the key full drops it: Stale says
+// which holders are, from their jobs as the table holds them.
+
+// SlotsSuffix names the side table of running slots. The Node.js library never reads it.
+const SlotsSuffix = "_slots"
+
+// NameSlot is the key of the running cap of the jobs named name.
+func NameSlot(name string) string { return "name:" + name }
+
+// GroupSlot is the key of the running limit of group.
+func GroupSlot(group string) string { return "group:" + group }
+
+// Holder is a run that holds, or wants, a slot: the job and the processCount its claim
+// sets.
+type Holder struct {
+	ID string `rethinkdb:"id"`
+	PC int    `rethinkdb:"pc"`
+}
+
+// SlotTake asks for slots of one key: the runs of Want, in order, while the key's holders
+// number fewer than Limit, once the holders of Stale are dropped.
+type SlotTake struct {
+	Key   string   `rethinkdb:"key"`
+	Limit int      `rethinkdb:"limit"`
+	Want  []Holder `rethinkdb:"want"`
+	Stale []string `rethinkdb:"stale"`
+}
+
+// HeldSlot is a run holding a slot, as its key's document stores it.
+type HeldSlot struct {
+	PC int       `rethinkdb:"pc"`
+	At time.Time `rethinkdb:"at"`
+}
+
+// Slots are the holders of the keys a take wrote, after it: key → job id → holder.
+type Slots map[string]map[string]HeldSlot
+
+// Holds reports whether run h holds a slot of key.
+func (s Slots) Holds(key string, h Holder) bool {
+	held, ok := s[key][h.ID]
+	return ok && held.PC == h.PC
+}
+
+// TakeSlots takes slots for the runs of takes, each key in one atomic update, and returns
+// the holders of every key after it: a run holds a slot when Slots.Holds says so. A run
+// that holds its slot already keeps it.
+func (t *Table) TakeSlots(ctx context.Context, takes []SlotTake) (Slots, error) {
+	if len(takes) == 0 {
+		return Slots{}, nil
+	}
+	slots := t.Side(SlotsSuffix)
+	term := r.Expr(takes).ForEach(func(take r.Term) any {
+		return slots.Get(take.Field("key")).Replace(func(doc r.Term) any {
+			all := r.Branch(doc.Eq(nil), map[string]any{}, doc.Field("holders").Default(map[string]any{}))
+			held := all.Keys().Filter(func(id r.Term) r.Term { return take.Field("stale").Contains(id).Not() }).
+				Map(func(id r.Term) any { return []any{id, all.Field(id)} }).CoerceTo("object")
+			room := take.Field("limit").Sub(held.Keys().Count())
+			add := take.Field("want").
+				Filter(func(w r.Term) r.Term { return held.HasFields(w.Field("id")).Not() }).
+				Limit(r.Branch(room.Gt(0), room, 0)).
+				Map(func(w r.Term) any { return []any{w.Field("id"), map[string]any{"pc": w.Field("pc"), "at": r.Now()}} }).
+				CoerceTo("object")
+			return map[string]any{"id": take.Field("key"), "holders": held.Merge(add)}
+		}, r.ReplaceOpts{ReturnChanges: "always"})
+	})
+	res, err := t.Write(ctx, term)
+	if err == nil && res.Skipped > 0 {
+		// A server that skips the replace of a missing document rather than insert it
+		// (reqlite): make the documents of the keys, and take again.
+		docs := make([]any, len(takes))
+		for i, take := range takes {
+			docs[i] = map[string]any{"id": take.Key, "holders": map[string]any{}}
+		}
+		if _, err = t.Write(ctx, slots.Insert(docs, r.InsertOpts{Conflict: "update"})); err == nil {
+			res, err = t.Write(ctx, term)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("queue %s: take running slots: %w", t.Name, err)
+	}
+	docs := make([]map[string]any, 0, len(takes))
+	for _, c := range res.Changes {
+		if doc, ok := c.NewValue.(map[string]any); ok {
+			docs = append(docs, doc)
+		}
+	}
+	if len(docs) < len(takes) {
+		// A server that does not return the changes of a forEach (reqlite): the
+		// documents as they are now say the same, since only a run's own release or a
+		// take that found it stale drops a holder.
+		keys := make([]any, len(takes))
+		for i, take := range takes {
+			keys[i] = take.Key
+		}
+		docs = docs[:0]
+		if err := t.ReadAll(ctx, slots.GetAll(keys...), &docs); err != nil {
+			return nil, fmt.Errorf("queue %s: read running slots: %w", t.Name, err)
+		}
+	}
+	out := make(Slots, len(takes))
+	for _, doc := range docs {
+		key, _ := doc["id"].(string)
+		out[key] = heldSlots(doc["holders"])
+	}
+	return out, nil
+}
+
+// heldSlots reads the holders of a slot document; what is not a holder (written by
+// hand) is left out.
+func heldSlots(v any) map[string]HeldSlot {
+	m, _ := v.(map[string]any)
+	out := make(map[string]HeldSlot, len(m))
+	for id, h := range m {
+		hm, _ := h.(map[string]any)
+		pc, ok := docfmt.Number(hm["pc"])
+		if !ok {
+			continue
+		}
+		at, _ := hm["at"].(time.Time)
+		out[id] = HeldSlot{PC: int(pc), At: at}
+	}
+	return out
+}
+
+// ReleaseSlots gives back the slots of runs, by key: each holder is dropped only while it
+// is that run (same processCount), so that a late release never frees the slot of the
+// job's next run.
+func (t *Table) ReleaseSlots(ctx context.Context, runs map[string][]Holder) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	rel := make(map[string]any, len(runs))
+	keys := make([]any, 0, len(runs))
+	for key, hs := range runs {
+		m := make(map[string]any, len(hs))
+		for _, h := range hs {
+			m[h.ID] = h.PC
+		}
+		rel[key] = m
+		keys = append(keys, key)
+	}
+	relTerm := r.Expr(rel)
+	_, err := t.Write(ctx, t.Side(SlotsSuffix).GetAll(keys...).Replace(func(doc r.Term) any {
+		mine := relTerm.Field(doc.Field("id"))
+		held := doc.Field("holders").Default(map[string]any{})
+		keep := held.Keys().Filter(func(id r.Term) r.Term {
+			return mine.HasFields(id).Not().Or(held.Field(id).Field("pc").Default(nil).Ne(mine.Field(id)))
+		}).Map(func(id r.Term) any { return []any{id, held.Field(id)} }).CoerceTo("object")
+		return doc.Without("holders").Merge(map[string]any{"holders": keep})
+	}))
+	if err != nil {
+		return fmt.Errorf("queue %s: give running slots back: %w", t.Name, err)
+	}
+	return nil
+}
+
+// claimGrace is how long a slot taken for a claim that has not landed counts as held:
+// far longer than a claim takes, and short enough that a worker that died between the two
+// holds the slot only that long.
+const claimGrace = 30 * time.Second
+
+// Stale returns the holders of slots whose runs are over, by key: their job is gone,
+// was claimed again since, is no longer active in that run, or its lease has ended (its
+// worker died: the Master's review gives it back to the queue); or its claim never landed
+// within claimGrace. now is the server's time, near enough.
+func (t *Table) Stale(ctx context.Context, slots Slots, now time.Time) (map[string][]string, error) {
+	ids := make(map[string]bool)
+	for _, held := range slots {
+		for id := range held {
+			ids[id] = true
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	list := make([]string, 0, len(ids))
+	for id := range ids {
+		list = append(list, id)
+	}
+	var docs []map[string]any
+	term := t.Term().GetAll(Anys(list)...).Pluck(docfmt.ID, docfmt.Status, docfmt.ProcessCount, docfmt.DateEnable)
+	if err := t.ReadAll(ctx, term, &docs); err != nil {
+		return nil, fmt.Errorf("queue %s: read the runs holding slots: %w", t.Name, err)
+	}
+	jobs := make(map[string]map[string]any, len(docs))
+	for _, d := range docs {
+		if id, ok := d[docfmt.ID].(string); ok {
+			jobs[id] = d
+		}
+	}
+	out := make(map[string][]string)
+	for key, held := range slots {
+		for id, h := range held {
+			if staleHolder(jobs[id], h, now) {
+				out[key] = append(out[key], id)
+			}
+		}
+	}
+	return out, nil
+}
+
+// staleHolder reports whether holder h's run is over, given its job's document (nil:
+// gone).
+func staleHolder(doc map[string]any, h HeldSlot, now time.Time) bool {
+	if doc == nil {
+		return true
+	}
+	pcf, _ := docfmt.Number(doc[docfmt.ProcessCount])
+	pc := int(pcf)
+	switch {
+	case pc > h.PC:
+		return true // claimed again since
+	case pc < h.PC:
+		return now.Sub(h.At) > claimGrace // its claim has not landed (yet)
+	}
+	status, _ := doc[docfmt.Status].(string)
+	lease, isTime := doc[docfmt.DateEnable].(time.Time)
+	return status != string(job.Active) || !isTime || lease.Before(now)
+}

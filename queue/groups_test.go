@@ -1,0 +1,203 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+	"github.com/rjqgo/rethinkdb-job-queue/queue"
+)
+
+// gauge counts the runs of each key at once, inside the handlers, and keeps the most.
+type gauge struct {
+	mu        sync.Mutex
+	now, most map[string]int
+	key       func(*job.Job) string
+}
+
+func newGauge(key func(*job.Job) string) *gauge {
+	return &gauge{now: map[string]int{}, most: map[string]int{}, key: key}
+}
+
+func (g *gauge) handler(ctx context.Context, j *job.Job) (any, error) {
+	k := g.key(j)
+	g.mu.Lock()
+	g.now[k]++
+	g.most[k] = max(g.most[k], g.now[k])
+	g.mu.Unlock()
+	select {
+	case <-time.After(20 * time.Millisecond):
+	case <-ctx.Done():
+	}
+	g.mu.Lock()
+	g.now[k]--
+	g.mu.Unlock()
+	return nil, nil
+}
+
+func (g *gauge) peaks() map[string]int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make(map[string]int, len(g.most))
+	for k, v := range g.most {
+		out[k] = v
+	}
+	return out
+}
+
+// Three processing queues (worker processes) share the groups' slots: no group ever
+// has more jobs running than its limit (its own, else the default), every job runs once,
+// and a group without any limit runs as wide as the workers let it.
+func TestGroupLimitsHoldAcrossWorkers(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &queue.Options{Concurrency: 8})
+	ctx := testContext(t)
+	require.NoError(t, f.q.SetGroupLimit(ctx, "", 2))
+	require.NoError(t, f.q.SetGroupLimit(ctx, "big", 4))
+	groups, err := f.q.GroupLimits(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{"": 2, "big": 4}, groups)
+
+	g := newGauge(func(j *job.Job) string { return j.Group() })
+	var jobs []*job.Job
+	for i := range 60 {
+		grp := []string{"a", "b", "big"}[i%3]
+		jobs = append(jobs, f.q.CreateJob(i).SetGroup(grp))
+	}
+	for i := range 12 {
+		jobs = append(jobs, f.q.CreateJob(i)) // no group
+	}
+	events := f.q.Events(ctx, queue.EventCompleted)
+	require.NoError(t, f.q.Process(g.handler))
+	for range 2 {
+		require.NoError(t, newQueue(t, f, &queue.Options{Concurrency: 8, MasterInterval: -1}).Process(g.handler))
+	}
+	_, err = f.q.AddJob(ctx, jobs...)
+	require.NoError(t, err)
+	waitForAll(t, events, queue.EventCompleted, jobs...)
+
+	peaks := g.peaks()
+	t.Logf("most running at once, by group: %v", peaks)
+	assert.LessOrEqual(t, peaks["a"], 2)
+	assert.LessOrEqual(t, peaks["b"], 2)
+	assert.LessOrEqual(t, peaks["big"], 4)
+	assert.Equal(t, 4, peaks["big"], "the limit is a limit, not a queue of one")
+	for _, j := range jobs {
+		got := f.get(t, j.ID)
+		assert.Equal(t, job.Completed, got.Status)
+		assert.Equal(t, 1, got.ProcessCount, "once")
+	}
+}
+
+// Limit.Running caps the jobs of a name running at once across workers.
+func TestRunningCapAcrossWorkers(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &queue.Options{Concurrency: 6})
+	ctx := testContext(t)
+	require.NoError(t, f.q.SetLimit(ctx, "render", queue.Limit{Running: 3}))
+	limits, err := f.q.Limits(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]queue.Limit{"render": {Running: 3}}, limits)
+
+	g := newGauge(func(j *job.Job) string { return j.Name })
+	var jobs []*job.Job
+	for i := range 40 {
+		jobs = append(jobs, f.q.CreateJob(i).SetName([]string{"render", "mail"}[i%2]))
+	}
+	events := f.q.Events(ctx, queue.EventCompleted)
+	require.NoError(t, f.q.Process(g.handler))
+	require.NoError(t, newQueue(t, f, &queue.Options{Concurrency: 6, MasterInterval: -1}).Process(g.handler))
+	_, err = f.q.AddJob(ctx, jobs...)
+	require.NoError(t, err)
+	waitForAll(t, events, queue.EventCompleted, jobs...)
+	peaks := g.peaks()
+	t.Logf("most running at once, by name: %v", peaks)
+	assert.LessOrEqual(t, peaks["render"], 3)
+	assert.Greater(t, peaks["mail"], 3, "other names are not capped")
+}
+
+// Bad group keys and limits are refused at the call, and nothing is written.
+func TestGroupBadInputWritesNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := testContext(t)
+	long := fmt.Sprintf("%0*d", job.MaxGroupLen+1, 0)
+	for _, key := range []string{"", long, "\xff"} {
+		assert.ErrorIs(t, f.q.CreateJob(nil).SetGroup(key).Err(), job.ErrInvalidGroup, "%q", key)
+		_, err := f.q.AddJob(ctx, f.q.CreateJob(nil).SetGroup(key))
+		assert.ErrorIs(t, err, job.ErrInvalid)
+	}
+	assert.ErrorIs(t, f.q.SetGroupLimit(ctx, "a", -1), queue.ErrInvalidLimit)
+	assert.ErrorIs(t, f.q.SetGroupLimit(ctx, long, 1), queue.ErrInvalidLimit)
+	assert.ErrorIs(t, f.q.SetLimit(ctx, "mail", queue.Limit{Running: -1}), queue.ErrInvalidLimit)
+	assert.ErrorIs(t, f.q.SetLimit(ctx, "rjq:group:x", queue.Limit{Running: 1}), queue.ErrInvalidLimit)
+	groups, err := f.q.GroupLimits(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, groups)
+	n, err := f.q.Summary(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, n.Total, "no job was added")
+}
+
+// A worker that dies mid-run (here: cut off from the server for good) holds its group's
+// slot until its run's lease ends, never less (no over-admission) and no longer (the
+// group is not stuck): a job of the group waiting elsewhere starts just after.
+func TestADeadWorkersSlotComesBackWhenItsLeaseEnds(t *testing.T) {
+	if raceDetector {
+		t.Skip("redials from several goroutines at once meet the driver's data race (rethinkdb/rethinkdb-go#488); run without -race (CI does)")
+	}
+	t.Parallel()
+	const heartbeat = time.Second
+	f := newFixture(t, &queue.Options{Heartbeat: heartbeat, Concurrency: 4, MasterInterval: time.Hour})
+	ctx := testContext(t)
+	require.NoError(t, f.q.SetGroupLimit(ctx, "g", 1))
+	dead, proxy := faultyQueue(t, f, queuetest.Options(queue.Options{MasterInterval: -1, NoChangeFeed: true,
+		Heartbeat: heartbeat, Concurrency: 1}))
+	started := make(chan string, 1)
+	end := make(chan struct{})
+	t.Cleanup(func() { // before the dead queue's Stop, which waits for its run
+		proxy.Partition(0) // the network is back: new connections work
+		close(end)
+	})
+	require.NoError(t, dead.Process(func(ctx context.Context, j *job.Job) (any, error) {
+		started <- j.ID
+		<-end
+		return nil, nil
+	}))
+	first, err := dead.AddJob(ctx, dead.CreateJob("first").SetGroup("g"))
+	require.NoError(t, err)
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatal("the first job did not start")
+	}
+	proxy.Partition(time.Hour)
+	leaseEnd := f.get(t, first[0].ID).DateEnable
+
+	var mu sync.Mutex
+	var secondAt time.Time
+	done := f.q.Events(ctx, queue.EventCompleted)
+	require.NoError(t, f.q.Process(func(_ context.Context, j *job.Job) (any, error) {
+		mu.Lock()
+		if j.Name == "second" {
+			secondAt = time.Now()
+		}
+		mu.Unlock()
+		return nil, nil
+	}))
+	second, err := f.q.AddJob(ctx, f.q.CreateJob("second").SetName("second").SetGroup("g"))
+	require.NoError(t, err)
+	waitFor(t, done, queue.EventCompleted, second[0].ID)
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("the second job started %v after the dead run's lease ended", secondAt.Sub(leaseEnd).Round(time.Millisecond))
+	assert.False(t, secondAt.Before(leaseEnd), "not while the dead run's lease lasts")
+	assert.Less(t, secondAt.Sub(leaseEnd), 3*time.Second, "soon after it ends")
+}
