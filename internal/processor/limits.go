@@ -114,8 +114,6 @@ func (p *producer) held(ctx context.Context, now time.Time) (hold holdBack, unti
 			hold.groups = append(hold.groups, group)
 		}
 	}
-	names := hold.names
-	defer func() { hold.names = names }()
 	if len(l.limits) > 0 || len(l.groups) > 0 {
 		// Limits set or removed elsewhere, or a window opening on a day the clock jumps,
 		// are seen within limitsRefresh even while the producer has nothing else to do.
@@ -124,14 +122,14 @@ func (p *producer) held(ctx context.Context, now time.Time) (hold holdBack, unti
 	for name, lim := range l.limits {
 		if lim.Window != nil {
 			if open, opens := lim.Window(now); !open {
-				names = append(names, name)
+				hold.names = append(hold.names, name)
 				sooner(opens)
 				continue
 			}
 		}
 		if t, ok := l.emptyUntil[name]; ok {
 			if now.Before(t) && lim.Starts > 0 {
-				names = append(names, name)
+				hold.names = append(hold.names, name)
 				sooner(t)
 				continue
 			}
