@@ -194,6 +194,11 @@ func (d *dashboard) side(w http.ResponseWriter, req *http.Request) {
 		httpError(w, err)
 		return
 	}
+	groups, err := d.q.GroupLimits(ctx)
+	if err != nil {
+		httpError(w, err)
+		return
+	}
 	rows := listing.LimitRows(limits)
 	if workers == nil {
 		workers = []queue.Worker{}
@@ -201,7 +206,7 @@ func (d *dashboard) side(w http.ResponseWriter, req *http.Request) {
 	if schedules == nil {
 		schedules = []queue.Schedule{}
 	}
-	writeJSON(w, map[string]any{"workers": workers, "schedules": schedules, "limits": rows})
+	writeJSON(w, map[string]any{"workers": workers, "schedules": schedules, "limits": rows, "groups": listing.GroupRows(groups)})
 }
 
 // unschedule and unlimit remove a schedule or a limit by name (actions on).

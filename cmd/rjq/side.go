@@ -83,25 +83,59 @@ func cmdLimits(ctx context.Context, c config, args []string, out io.Writer) erro
 	if err != nil {
 		return err
 	}
-	rows := listing.LimitRows(ls)
-	if c.json {
-		return json.NewEncoder(out).Encode(rows)
+	gs, err := q.GroupLimits(ctx)
+	if err != nil {
+		return err
 	}
-	if len(rows) == 0 {
+	rows, groups := listing.LimitRows(ls), listing.GroupRows(gs)
+	if c.json {
+		// The job names' rows, as always, then the groups' ({"group", "running"}).
+		all := make([]any, 0, len(rows)+len(groups))
+		for _, r := range rows {
+			all = append(all, r)
+		}
+		for _, g := range groups {
+			all = append(all, g)
+		}
+		return json.NewEncoder(out).Encode(all)
+	}
+	if len(rows) == 0 && len(groups) == 0 {
 		fmt.Fprintln(out, "no limits")
 		return nil
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "JOB NAME\tRATE\tWINDOW")
+	if len(rows) > 0 {
+		fmt.Fprintln(w, "JOB NAME\tRATE\tWINDOW\tRUNNING")
+	}
 	for _, r := range rows {
-		rate, window := "-", "-"
+		rate, window, running := "-", "-", "-"
 		if r.Starts > 0 {
 			rate = fmt.Sprintf("%d per %s", r.Starts, time.Duration(r.PerMs)*time.Millisecond)
 		}
 		if r.From != "" {
 			window = fmt.Sprintf("%s–%s %s", r.From, r.To, r.Location)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\n", r.Name, rate, window)
+		if r.Running > 0 {
+			running = fmt.Sprintf("at most %d", r.Running)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.Name, rate, window, running)
+	}
+	if len(rows) > 0 && len(groups) > 0 {
+		fmt.Fprintln(w)
+	}
+	if len(groups) > 0 {
+		fmt.Fprintln(w, "GROUP\tRUNNING")
+	}
+	for _, g := range groups {
+		name := g.Group
+		if name == "" {
+			name = "(default)"
+		}
+		running := fmt.Sprintf("at most %d", g.Running)
+		if g.Running == 0 {
+			running = "no limit"
+		}
+		fmt.Fprintf(w, "%s\t%s\n", name, running)
 	}
 	return w.Flush()
 }

@@ -51,6 +51,29 @@ func TestWorkersSchedulesAndLimits(t *testing.T) {
 	require.Equal(t, 0, res.code, res.stderr)
 	assert.Contains(t, res.stdout, "mail")
 	assert.Contains(t, res.stdout, "10 per 1m0s")
+
+	// Running caps and group limits too, in the text and in the JSON rows.
+	require.NoError(t, q.SetLimit(ctx, "render", queue.Limit{Running: 4}))
+	require.NoError(t, q.SetGroupLimit(ctx, "", 2))
+	require.NoError(t, q.SetGroupLimit(ctx, "acme", 5))
+	res = rjq(t, bin, append(base, "limits")...)
+	require.Equal(t, 0, res.code, res.stderr)
+	assert.Regexp(t, `render\s+-\s+-\s+at most 4`, res.stdout)
+	assert.Regexp(t, `\(default\)\s+at most 2`, res.stdout)
+	assert.Regexp(t, `acme\s+at most 5`, res.stdout)
+	res = rjq(t, bin, append(base, "limits", "--json")...)
+	require.Equal(t, 0, res.code, res.stderr)
+	var rows []struct {
+		Name, Group     *string
+		Starts, Running int
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &rows))
+	require.Len(t, rows, 4, res.stdout)
+	assert.Equal(t, "mail", *rows[0].Name)
+	assert.Equal(t, 4, rows[1].Running, "render")
+	assert.Equal(t, "", *rows[2].Group, "the default")
+	assert.Equal(t, 2, rows[2].Running)
+	assert.Equal(t, "acme", *rows[3].Group)
 }
 
 // add adds the job it is given, and refuses bad input without writing anything.

@@ -476,14 +476,16 @@ func TestDashboardInABrowser(t *testing.T) {
 
 	t.Run("workers, schedules and limits, and removing a limit", func(t *testing.T) {
 		require.NoError(t, lib.Schedule(ctx, "nightly", "0 3 * * *", "report", nil))
-		require.NoError(t, lib.SetLimit(ctx, "welcome", queue.Limit{Starts: 10, Per: time.Minute}))
+		require.NoError(t, lib.SetLimit(ctx, "welcome", queue.Limit{Starts: 10, Per: time.Minute, Running: 2}))
+		require.NoError(t, lib.SetGroupLimit(ctx, "acme", 3))
 		within(t, bctx, 20*time.Second, "the page", chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#count-waiting")))
 		_, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`document.getElementById("side").open = true`))
 		require.NoError(t, err)
-		poll[bool](t, bctx, 20*time.Second, "the worker, the schedule and the limit", `(() => {
+		poll[bool](t, bctx, 20*time.Second, "the worker, the schedule, the limit and the group's", `(() => {
 			const text = id => document.getElementById(id).textContent;
 			return text("workers").includes(":emails:") && text("schedules").includes("nightly") && text("schedules").includes("0 3 * * *") &&
-				text("limits").includes("10 per 60 s");
+				text("limits").includes("10 per 60 s") && text("limits").includes("at most 2") &&
+				text("groups").includes("acme") && text("groups").includes("at most 3");
 		})()`)
 		within(t, bctx, 20*time.Second, "remove the limit", chromedp.Click(chromedp.CSS(`#limits button[data-name="welcome"]`)))
 		require.Eventually(t, func() bool {

@@ -16,13 +16,31 @@ type LimitRow struct {
 	From     string  `json:"from,omitempty"`
 	To       string  `json:"to,omitempty"`
 	Location string  `json:"location,omitempty"`
+	Running  int     `json:"running,omitempty"`
+}
+
+// GroupRow is a group's running limit as the tools print it in JSON; the group "" is the
+// default of every group without one.
+type GroupRow struct {
+	Group   string `json:"group"`
+	Running int    `json:"running"`
+}
+
+// GroupRows are the running limits by group, sorted by group (the default first).
+func GroupRows(groups map[string]int) []GroupRow {
+	rows := make([]GroupRow, 0, len(groups))
+	for g, n := range groups {
+		rows = append(rows, GroupRow{Group: g, Running: n})
+	}
+	slices.SortFunc(rows, func(a, b GroupRow) int { return cmp.Compare(a.Group, b.Group) })
+	return rows
 }
 
 // LimitRows are the limits by job name, sorted by name.
 func LimitRows(limits map[string]queue.Limit) []LimitRow {
 	rows := make([]LimitRow, 0, len(limits))
 	for name, l := range limits {
-		row := LimitRow{Name: name, Starts: l.Starts}
+		row := LimitRow{Name: name, Starts: l.Starts, Running: l.Running}
 		if l.Starts > 0 {
 			row.PerMs = float64(l.Per.Milliseconds())
 		}
