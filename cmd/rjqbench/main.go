@@ -59,7 +59,7 @@ type result struct {
 type flags struct {
 	addr, levels, cross, queries, scale       string
 	addN, latencyN, serverPID, procsN         int
-	procs                                     string
+	procs, groups                             string
 	crossN, burst, rounds, bulkN              int
 	node, floor, childCount                   bool
 	childMode, childDB, childPart, cpuProfile string
@@ -77,6 +77,7 @@ func parseFlags() flags {
 	flag.IntVar(&f.serverPID, "server-pid", 0, "the server's pid, to report its CPU per job (Linux /proc)")
 	flag.StringVar(&f.procs, "procs", "", "also measure these numbers of worker processes of concurrency 50 on one queue, e.g. 1,2,4,8, each beside as many floor processes with -floor (empty: none)")
 	flag.IntVar(&f.procsN, "procs-jobs", 5000, "jobs for -procs")
+	flag.StringVar(&f.groups, "groups", "", "also measure each -concurrency level with its jobs spread over groups of a running limit, groups:limit, e.g. 1000:5 (empty: none)")
 	flag.StringVar(&f.cross, "cross", "", "idle worker process counts to measure cross-process add → start at, e.g. 1,8 (empty: none)")
 	flag.IntVar(&f.crossN, "cross-jobs", 200, "jobs added one at a time for -cross")
 	flag.IntVar(&f.burst, "burst", 1000, "jobs of the burst added onto the most -cross workers (0: none)")
@@ -138,6 +139,9 @@ func (b bench) run(f flags) {
 			c, n := parsePair(lv)
 			byLevel[c] = b.processRow(c, n)
 		}
+	}
+	if f.groups != "" {
+		b.groupRows(f.groups, byLevel, f.levels)
 	}
 	for _, p := range splitInts("procs", f.procs) {
 		b.procsRows(p, f.procsN, byLevel[50*p])
@@ -236,7 +240,7 @@ func (b bench) best(measure func() (result, error)) result {
 type levelResult struct{ lib, floor result }
 
 func (b bench) processRow(c, n int) levelResult {
-	lib := b.best(func() (result, error) { return measureProcess(b.ctx, b.addr, c, n, b.cpu) })
+	lib := b.best(func() (result, error) { return measureProcess(b.ctx, b.addr, c, n, b.cpu, grouping{}) })
 	var fl, nd result
 	if b.floor {
 		fl = b.best(func() (result, error) { return floorProcess(b.ctx, b.addr, c, n, b.cpu) })
@@ -341,17 +345,17 @@ func newQueue(ctx context.Context, addr, db string, opts queue.Options) (*queue.
 
 // measureProcess processes n jobs already in the queue at concurrency, with no changefeed
 // and a handler that does nothing, counting the queue's queries on the wire.
-func measureProcess(ctx context.Context, addr string, concurrency, n int, cpu cpuMeter) (result, error) {
+func measureProcess(ctx context.Context, addr string, concurrency, n int, cpu cpuMeter, g grouping) (result, error) {
 	return timedThenCounted(func(count bool) (result, error) {
 		if !count {
-			return processRun(ctx, addr, concurrency, n, cpu, nil)
+			return processRun(ctx, addr, concurrency, n, cpu, nil, g)
 		}
 		proxy, err := wirecount.Start(addr)
 		if err != nil {
 			return result{}, err
 		}
 		defer proxy.Close()
-		return processRun(ctx, proxy.Addr(), concurrency, n, cpuMeter{}, proxy)
+		return processRun(ctx, proxy.Addr(), concurrency, n, cpuMeter{}, proxy, g)
 	}, keepQueries)
 }
 
@@ -376,7 +380,7 @@ func keepQueries(timed *result, counted result) { timed.queriesPerJob = counted.
 
 // processRun processes n jobs at concurrency on a fresh table at addr; with proxy (which
 // forwards addr to the server), it counts their queries instead of timing them.
-func processRun(ctx context.Context, addr string, concurrency, n int, cpu cpuMeter, proxy *wirecount.Proxy) (result, error) {
+func processRun(ctx context.Context, addr string, concurrency, n int, cpu cpuMeter, proxy *wirecount.Proxy, g grouping) (result, error) {
 	_, db, drop, err := scratch(addr)
 	if err != nil {
 		return result{}, err
@@ -390,6 +394,14 @@ func processRun(ctx context.Context, addr string, concurrency, n int, cpu cpuMet
 	jobs := make([]*job.Job, n)
 	for i := range jobs {
 		jobs[i] = q.CreateJob(i)
+		if g.groups > 0 {
+			jobs[i].SetGroup(strconv.Itoa(i % g.groups))
+		}
+	}
+	if g.groups > 0 {
+		if err := q.SetGroupLimit(ctx, "", g.limit); err != nil {
+			return result{}, err
+		}
 	}
 	if _, err := q.AddJob(ctx, jobs...); err != nil {
 		return result{}, err
@@ -583,4 +595,25 @@ func splitInts(name, list string) []int {
 		out = append(out, n)
 	}
 	return out
+}
+
+// grouping spreads a processing run's jobs over groups, each with a running limit
+// (Queue.SetGroupLimit's default); zero groups: none.
+type grouping struct{ groups, limit int }
+
+// groupRows measures processing at each level with the jobs spread over groups, beside
+// the same level without groups (from byLevel, measured in this run).
+func (b bench) groupRows(spec string, byLevel map[int]levelResult, levels string) {
+	g := grouping{}
+	g.groups, g.limit = parsePair(spec)
+	for _, lv := range strings.Split(levels, ",") {
+		c, n := parsePair(lv)
+		res := b.best(func() (result, error) { return measureProcess(b.ctx, b.addr, c, n, b.cpu, g) })
+		plain := byLevel[c].lib
+		fmt.Printf("| process, concurrency %d (N=%d), %d groups of limit %d, jobs/s | %.0f | %.2f | | | | | %s | | |\n",
+			c, n, g.groups, g.limit, res.jobsPerSec, res.queriesPerJob, perJob(res.cpu, res.jobs))
+		if plain.jobsPerSec > 0 {
+			fmt.Printf("| … ÷ the same without groups | %s | | | | | | | | |\n", ratio(res.jobsPerSec, plain.jobsPerSec))
+		}
+	}
 }

@@ -12,12 +12,11 @@ import (
 )
 
 // Running caps (a job name's Limit.Running, a group's limit) are slots, held by runs. The
-// side table SlotsSuffix holds one document per capped key (see NameSlot, GroupSlot) with
-// the runs that hold one of its slots: {id, holders: {jobId: {pc, at}}}, pc being the
-// processCount the run's claim sets and at when it took the slot. A worker takes slots
-// before it claims, in one atomic update per key (so that workers taking at once never
-// hold more than the cap), and gives them back with the run's outcome, or when the claim
-// did not win the job. A holder whose run is over without giving its slot back (its
+// side table SlotsSuffix holds, for each capped key (see NameSlot, GroupSlot), the runs
+// that hold one of its slots: {jobId: {pc, at}}, pc being the processCount the run's
+// claim sets and at when it took the slot. A worker takes slots before it claims, in one
+// atomic update (so that workers taking at once never hold more than the cap), and gives
+// them back with the run's outcome, or when the claim did not win the job. A holder whose run is over without giving its slot back (its
 // worker died) is stale, and the next take that finds the key full drops it: Stale says
 // which holders are, from their jobs as the table holds them.
 
@@ -61,72 +60,84 @@ func (s Slots) Holds(key string, h Holder) bool {
 	return ok && held.PC == h.PC
 }
 
-// TakeSlots takes slots for the runs of takes, each key in one atomic update, and returns
-// the holders of every key after it: a run holds a slot when Slots.Holds says so. A run
-// that holds its slot already keeps it.
+// slotsDoc is the id of the one document that holds every key's holders:
+// {id, keys: {key: {jobId: {pc, at}}}}, a key without holders left out. One document
+// makes a claim's takes one write, and an outcome batch's releases another, whatever the
+// number of keys they touch (measured on RethinkDB 2.4.4, 20,000 jobs over 1,000 groups
+// at C=50: a document per key cost two writes per job and halved the throughput).
+const slotsDoc = "slots"
+
+// TakeSlots takes slots for the runs of takes, in one atomic update of the slots
+// document, and returns the holders of every key after it: a run holds a slot when
+// Slots.Holds says so. A run that holds its slot already keeps it.
 func (t *Table) TakeSlots(ctx context.Context, takes []SlotTake) (Slots, error) {
 	if len(takes) == 0 {
 		return Slots{}, nil
 	}
+	byKey := make(map[string]any, len(takes))
+	for _, take := range takes {
+		stale := take.Stale
+		if stale == nil {
+			stale = []string{}
+		}
+		byKey[take.Key] = map[string]any{"limit": take.Limit, "want": take.Want, "stale": stale}
+	}
+	asked := r.Expr(byKey)
 	slots := t.Side(SlotsSuffix)
-	term := r.Expr(takes).ForEach(func(take r.Term) any {
-		return slots.Get(take.Field("key")).Replace(func(doc r.Term) any {
-			all := r.Branch(doc.Eq(nil), map[string]any{}, doc.Field("holders").Default(map[string]any{}))
-			held := all.Keys().Filter(func(id r.Term) r.Term { return take.Field("stale").Contains(id).Not() }).
-				Map(func(id r.Term) any { return []any{id, all.Field(id)} }).CoerceTo("object")
-			room := take.Field("limit").Sub(held.Keys().Count())
-			add := take.Field("want").
-				Filter(func(w r.Term) r.Term { return held.HasFields(w.Field("id")).Not() }).
-				Limit(r.Branch(room.Gt(0), room, 0)).
-				Map(func(w r.Term) any { return []any{w.Field("id"), map[string]any{"pc": w.Field("pc"), "at": r.Now()}} }).
-				CoerceTo("object")
-			return map[string]any{"id": take.Field("key"), "holders": held.Merge(add)}
-		}, r.ReplaceOpts{ReturnChanges: "always"})
-	})
+	term := slots.Get(slotsDoc).Replace(func(doc r.Term) any {
+		keys := r.Branch(doc.Eq(nil), map[string]any{}, doc.Field("keys").Default(map[string]any{}))
+		next := keys.Keys().SetUnion(asked.Keys()).Map(func(k r.Term) any {
+			held := keys.Field(k).Default(map[string]any{})
+			return []any{k, r.Branch(asked.HasFields(k), taken(held, asked.Field(k)), held)}
+		}).Filter(func(kv r.Term) r.Term { return kv.Nth(1).Keys().Count().Gt(0) }).CoerceTo("object")
+		return map[string]any{"id": slotsDoc, "keys": next}
+	}, r.ReplaceOpts{ReturnChanges: "always"})
 	res, err := t.Write(ctx, term)
 	if err == nil && res.Skipped > 0 {
 		// A server that skips the replace of a missing document rather than insert it
-		// (reqlite): make the documents of the keys, and take again.
-		docs := make([]any, len(takes))
-		for i, take := range takes {
-			docs[i] = map[string]any{"id": take.Key, "holders": map[string]any{}}
-		}
-		if _, err = t.Write(ctx, slots.Insert(docs, r.InsertOpts{Conflict: "update"})); err == nil {
+		// (reqlite): make the document, and take again.
+		empty := map[string]any{"id": slotsDoc, "keys": map[string]any{}}
+		if _, err = t.Write(ctx, slots.Insert(empty, r.InsertOpts{Conflict: "update"})); err == nil {
 			res, err = t.Write(ctx, term)
 		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("queue %s: take running slots: %w", t.Name, err)
 	}
-	docs := make([]map[string]any, 0, len(takes))
-	for _, c := range res.Changes {
-		if doc, ok := c.NewValue.(map[string]any); ok {
-			docs = append(docs, doc)
-		}
+	var doc map[string]any
+	if len(res.Changes) > 0 {
+		doc, _ = res.Changes[0].NewValue.(map[string]any)
 	}
-	if len(docs) < len(takes) {
-		// A server that does not return the changes of a forEach (reqlite): the
-		// documents as they are now say the same, since only a run's own release or a
-		// take that found it stale drops a holder.
-		keys := make([]any, len(takes))
-		for i, take := range takes {
-			keys[i] = take.Key
-		}
-		docs = docs[:0]
-		if err := t.ReadAll(ctx, slots.GetAll(keys...), &docs); err != nil {
+	if doc == nil {
+		if err := t.ReadOne(ctx, slots.Get(slotsDoc), &doc); err != nil {
 			return nil, fmt.Errorf("queue %s: read running slots: %w", t.Name, err)
 		}
 	}
 	out := make(Slots, len(takes))
-	for _, doc := range docs {
-		key, _ := doc["id"].(string)
-		out[key] = heldSlots(doc["holders"])
+	keys, _ := doc["keys"].(map[string]any)
+	for _, take := range takes {
+		out[take.Key] = heldSlots(keys[take.Key])
 	}
 	return out, nil
 }
 
-// heldSlots reads the holders of a slot document; what is not a holder (written by
-// hand) is left out.
+// taken is a key's holders held after the take asked: the holders but those it found
+// stale, and then the runs it wants, in order, while there is room.
+func taken(held, asked r.Term) r.Term {
+	stale := asked.Field("stale")
+	kept := held.Keys().Filter(func(id r.Term) r.Term { return stale.Contains(id).Not() }).
+		Map(func(id r.Term) any { return []any{id, held.Field(id)} }).CoerceTo("object")
+	room := asked.Field("limit").Sub(kept.Keys().Count())
+	add := asked.Field("want").
+		Filter(func(w r.Term) r.Term { return kept.HasFields(w.Field("id")).Not() }).
+		Limit(r.Branch(room.Gt(0), room, 0)).
+		Map(func(w r.Term) any { return []any{w.Field("id"), map[string]any{"pc": w.Field("pc"), "at": r.Now()}} }).
+		CoerceTo("object")
+	return kept.Merge(add)
+}
+
+// heldSlots reads the holders of a key; what is not a holder (written by hand) is left
+// out.
 func heldSlots(v any) map[string]HeldSlot {
 	m, _ := v.(map[string]any)
 	out := make(map[string]HeldSlot, len(m))
@@ -142,31 +153,33 @@ func heldSlots(v any) map[string]HeldSlot {
 	return out
 }
 
-// ReleaseSlots gives back the slots of runs, by key: each holder is dropped only while it
-// is that run (same processCount), so that a late release never frees the slot of the
-// job's next run.
+// ReleaseSlots gives back the slots of runs, by key, in one update: each holder is
+// dropped only while it is that run (same processCount), so that a late release never
+// frees the slot of the job's next run.
 func (t *Table) ReleaseSlots(ctx context.Context, runs map[string][]Holder) error {
 	if len(runs) == 0 {
 		return nil
 	}
 	rel := make(map[string]any, len(runs))
-	keys := make([]any, 0, len(runs))
 	for key, hs := range runs {
 		m := make(map[string]any, len(hs))
 		for _, h := range hs {
 			m[h.ID] = h.PC
 		}
 		rel[key] = m
-		keys = append(keys, key)
 	}
 	relTerm := r.Expr(rel)
-	_, err := t.Write(ctx, t.Side(SlotsSuffix).GetAll(keys...).Replace(func(doc r.Term) any {
-		mine := relTerm.Field(doc.Field("id"))
-		held := doc.Field("holders").Default(map[string]any{})
-		keep := held.Keys().Filter(func(id r.Term) r.Term {
-			return mine.HasFields(id).Not().Or(held.Field(id).Field("pc").Default(nil).Ne(mine.Field(id)))
-		}).Map(func(id r.Term) any { return []any{id, held.Field(id)} }).CoerceTo("object")
-		return doc.Without("holders").Merge(map[string]any{"holders": keep})
+	_, err := t.Write(ctx, t.Side(SlotsSuffix).Get(slotsDoc).Replace(func(doc r.Term) any {
+		keys := doc.Field("keys").Default(map[string]any{})
+		next := keys.Keys().Map(func(k r.Term) any {
+			held := keys.Field(k)
+			mine := relTerm.Field(k).Default(map[string]any{})
+			left := held.Keys().Filter(func(id r.Term) r.Term {
+				return mine.HasFields(id).Not().Or(held.Field(id).Field("pc").Default(nil).Ne(mine.Field(id)))
+			}).Map(func(id r.Term) any { return []any{id, held.Field(id)} }).CoerceTo("object")
+			return []any{k, left}
+		}).Filter(func(kv r.Term) r.Term { return kv.Nth(1).Keys().Count().Gt(0) }).CoerceTo("object")
+		return r.Branch(doc.Eq(nil), nil, doc.Without("keys").Merge(map[string]any{"keys": next}))
 	}))
 	if err != nil {
 		return fmt.Errorf("queue %s: give running slots back: %w", t.Name, err)
