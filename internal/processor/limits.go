@@ -31,7 +31,8 @@ type limiter struct {
 	// next token.
 	emptyUntil map[string]time.Time
 	// fullUntil holds back the jobs of a slot key (rdb.NameSlot, rdb.GroupSlot) whose
-	// slots were all taken, until a slot is given back here or slotRecheck has passed.
+	// slots were all taken, until a slot is given back here or slotRecheck has passed
+	// (under mu: slotsFreed reads it).
 	fullUntil map[string]time.Time
 	// freed are the keys whose slots runs of this processor gave back since the last
 	// claim (under mu).
@@ -96,12 +97,10 @@ func (p *producer) held(ctx context.Context, now time.Time) (hold holdBack, unti
 		}
 	}
 	l.mu.Lock()
-	freed := l.freed
-	l.freed = nil
-	l.mu.Unlock()
-	for _, key := range freed {
+	for _, key := range l.freed {
 		delete(l.fullUntil, key)
 	}
+	l.freed = nil
 	for key, t := range l.fullUntil {
 		if !now.Before(t) {
 			delete(l.fullUntil, key)
@@ -114,6 +113,7 @@ func (p *producer) held(ctx context.Context, now time.Time) (hold holdBack, unti
 			hold.groups = append(hold.groups, group)
 		}
 	}
+	l.mu.Unlock()
 	if len(l.limits) > 0 || len(l.groups) > 0 {
 		// Limits set or removed elsewhere, or a window opening on a day the clock jumps,
 		// are seen within limitsRefresh even while the producer has nothing else to do.
@@ -201,6 +201,8 @@ func (p *producer) returnTokens(ctx context.Context, tokens map[string]string, u
 
 // soonest is when the first name that admit held back may start again.
 func (l *limiter) soonest(now time.Time) (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	var first time.Time
 	for _, until := range []map[string]time.Time{l.emptyUntil, l.fullUntil} {
 		for _, t := range until {

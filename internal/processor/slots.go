@@ -111,6 +111,7 @@ func (p *producer) takeSlots(ctx context.Context, jobs []*job.Job, now time.Time
 	}
 	slots = make(map[string][]string)
 	giveBack := make(map[string][]rdb.Holder)
+	l.mu.Lock() // over fullUntil, which slotsFreed reads
 	if l.fullUntil == nil {
 		l.fullUntil = make(map[string]time.Time)
 	}
@@ -138,6 +139,7 @@ func (p *producer) takeSlots(ctx context.Context, jobs []*job.Job, now time.Time
 			giveBack[key] = append(giveBack[key], h)
 		}
 	}
+	l.mu.Unlock()
 	p.releaseSlots(ctx, giveBack)
 	return kept, slots
 }
@@ -216,18 +218,21 @@ func (p *Processor) runsEnded(ctx context.Context, runs []rdb.RunKey) {
 	p.prod.slotsFreed(giveBack)
 }
 
-// slotsFreed lets the jobs of keys whose slots were given back be claimed at once.
+// slotsFreed lets the jobs of keys whose slots were given back be claimed at once, when
+// they were held back: the next round reads the table for them. (A key that was not
+// full held nothing back; waking a read for it would only shrink the claims.)
 func (p *producer) slotsFreed(keys map[string][]rdb.Holder) {
-	p.lim.mu.Lock()
-	p.lim.freed = append(p.lim.freed, mapKeys(keys)...)
-	p.lim.mu.Unlock()
-	p.wake(true)
-}
-
-func mapKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+	l := &p.lim
+	l.mu.Lock()
+	held := false
+	for key := range keys {
+		if _, ok := l.fullUntil[key]; ok {
+			l.freed = append(l.freed, key)
+			held = true
+		}
 	}
-	return out
+	l.mu.Unlock()
+	if held {
+		p.wake(true)
+	}
 }

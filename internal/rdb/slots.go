@@ -82,15 +82,20 @@ func (t *Table) TakeSlots(ctx context.Context, takes []SlotTake) (Slots, error) 
 		}
 		byKey[take.Key] = map[string]any{"limit": take.Limit, "want": take.Want, "stale": stale}
 	}
-	asked := r.Expr(byKey)
 	slots := t.Side(SlotsSuffix)
+	// Every value a query names more than once is bound with Do, so that the server
+	// builds it once: a constant object the driver sends is rebuilt at each mention (the
+	// first version, without, took 64 ms of server time for a take of 50 keys).
 	term := slots.Get(slotsDoc).Replace(func(doc r.Term) any {
 		keys := r.Branch(doc.Eq(nil), map[string]any{}, doc.Field("keys").Default(map[string]any{}))
-		next := keys.Keys().SetUnion(asked.Keys()).Map(func(k r.Term) any {
-			held := keys.Field(k).Default(map[string]any{})
-			return []any{k, r.Branch(asked.HasFields(k), taken(held, asked.Field(k)), held)}
-		}).Filter(func(kv r.Term) r.Term { return kv.Nth(1).Keys().Count().Gt(0) }).CoerceTo("object")
-		return map[string]any{"id": slotsDoc, "keys": next}
+		return r.Do(r.Expr(byKey), keys, func(asked, keys r.Term) any {
+			next := keys.Keys().SetUnion(asked.Keys()).Map(func(k r.Term) any {
+				return r.Do(keys.Field(k).Default(map[string]any{}), func(held r.Term) any {
+					return []any{k, r.Branch(asked.HasFields(k), asked.Field(k).Do(func(a r.Term) any { return taken(held, a) }), held)}
+				})
+			}).Filter(func(kv r.Term) r.Term { return kv.Nth(1).Keys().Count().Gt(0) }).CoerceTo("object")
+			return map[string]any{"id": slotsDoc, "keys": next}
+		})
 	}, r.ReplaceOpts{ReturnChanges: "always"})
 	res, err := t.Write(ctx, term)
 	if err == nil && res.Skipped > 0 {
@@ -125,15 +130,17 @@ func (t *Table) TakeSlots(ctx context.Context, takes []SlotTake) (Slots, error) 
 // stale, and then the runs it wants, in order, while there is room.
 func taken(held, asked r.Term) r.Term {
 	stale := asked.Field("stale")
-	kept := held.Keys().Filter(func(id r.Term) r.Term { return stale.Contains(id).Not() }).
-		Map(func(id r.Term) any { return []any{id, held.Field(id)} }).CoerceTo("object")
-	room := asked.Field("limit").Sub(kept.Keys().Count())
-	add := asked.Field("want").
-		Filter(func(w r.Term) r.Term { return kept.HasFields(w.Field("id")).Not() }).
-		Limit(r.Branch(room.Gt(0), room, 0)).
-		Map(func(w r.Term) any { return []any{w.Field("id"), map[string]any{"pc": w.Field("pc"), "at": r.Now()}} }).
-		CoerceTo("object")
-	return kept.Merge(add)
+	return held.Keys().Filter(func(id r.Term) r.Term { return stale.Contains(id).Not() }).
+		Map(func(id r.Term) any { return []any{id, held.Field(id)} }).CoerceTo("object").
+		Do(func(kept r.Term) any {
+			room := asked.Field("limit").Sub(kept.Keys().Count())
+			add := asked.Field("want").
+				Filter(func(w r.Term) r.Term { return kept.HasFields(w.Field("id")).Not() }).
+				Limit(r.Branch(room.Gt(0), room, 0)).
+				Map(func(w r.Term) any { return []any{w.Field("id"), map[string]any{"pc": w.Field("pc"), "at": r.Now()}} }).
+				CoerceTo("object")
+			return kept.Merge(add)
+		})
 }
 
 // heldSlots reads the holders of a key; what is not a holder (written by hand) is left
@@ -168,18 +175,18 @@ func (t *Table) ReleaseSlots(ctx context.Context, runs map[string][]Holder) erro
 		}
 		rel[key] = m
 	}
-	relTerm := r.Expr(rel)
 	_, err := t.Write(ctx, t.Side(SlotsSuffix).Get(slotsDoc).Replace(func(doc r.Term) any {
-		keys := doc.Field("keys").Default(map[string]any{})
-		next := keys.Keys().Map(func(k r.Term) any {
-			held := keys.Field(k)
-			mine := relTerm.Field(k).Default(map[string]any{})
-			left := held.Keys().Filter(func(id r.Term) r.Term {
-				return mine.HasFields(id).Not().Or(held.Field(id).Field("pc").Default(nil).Ne(mine.Field(id)))
-			}).Map(func(id r.Term) any { return []any{id, held.Field(id)} }).CoerceTo("object")
-			return []any{k, left}
-		}).Filter(func(kv r.Term) r.Term { return kv.Nth(1).Keys().Count().Gt(0) }).CoerceTo("object")
-		return r.Branch(doc.Eq(nil), nil, doc.Without("keys").Merge(map[string]any{"keys": next}))
+		return r.Do(r.Expr(rel), doc.Field("keys").Default(map[string]any{}), func(rel, keys r.Term) any {
+			next := keys.Keys().Map(func(k r.Term) any {
+				return r.Do(keys.Field(k), rel.Field(k).Default(map[string]any{}), func(held, mine r.Term) any {
+					left := held.Keys().Filter(func(id r.Term) r.Term {
+						return mine.HasFields(id).Not().Or(held.Field(id).Field("pc").Default(nil).Ne(mine.Field(id)))
+					}).Map(func(id r.Term) any { return []any{id, held.Field(id)} }).CoerceTo("object")
+					return []any{k, left}
+				})
+			}).Filter(func(kv r.Term) r.Term { return kv.Nth(1).Keys().Count().Gt(0) }).CoerceTo("object")
+			return r.Branch(doc.Eq(nil), nil, doc.Without("keys").Merge(map[string]any{"keys": next}))
+		})
 	}))
 	if err != nil {
 		return fmt.Errorf("queue %s: give running slots back: %w", t.Name, err)
