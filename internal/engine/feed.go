@@ -123,6 +123,12 @@ func (q *Queue) onChange(c changefeed.Change) {
 	default:
 		q.emitFrom(act.QueueID, Event{Type: string(act.Kind), JobID: act.JobID, Progress: act.Progress, IsRepeating: act.IsRepeating, Reason: act.Reason})
 	}
+	if p := q.processor(); p != nil && c.Old[docfmt.Status] == string(job.Active) && c.New[docfmt.Status] != string(job.Active) {
+		// A run ended elsewhere: its running slots may be free for jobs held back here.
+		name, _ := c.Old[docfmt.Name].(string)
+		group, _ := c.Old[docfmt.Group].(string)
+		p.RunEndedElsewhere(name, group)
+	}
 	if p := q.processor(); p != nil && act.JobID != "" {
 		// Another queue cancelled, removed or failed (in a review) a job running here, or
 		// claimed it again: that run has lost it.

@@ -236,3 +236,14 @@ func (p *producer) slotsFreed(keys map[string][]rdb.Holder) {
 		p.wake(true)
 	}
 }
+
+// RunEndedElsewhere tells the processor that a run of a job named name, of group group,
+// ended in another queue (its changefeed saw it): the slots it held may be free, and the
+// jobs held back for them are tried again at once rather than after slotRecheck.
+func (p *Processor) RunEndedElsewhere(name, group string) {
+	keys := map[string][]rdb.Holder{rdb.NameSlot(name): nil}
+	if group != "" {
+		keys[rdb.GroupSlot(group)] = nil
+	}
+	p.prod.slotsFreed(keys)
+}
