@@ -82,22 +82,9 @@ func (q *Queue) RemoveLimit(ctx context.Context, name string) error {
 
 // Limits is queue.Queue.Limits, whose doc says what it does.
 func (q *Queue) Limits(ctx context.Context) (map[string]Limit, error) {
-	end, err := q.begin(ctx)
+	stored, _, err := q.readLimits(ctx)
 	if err != nil {
 		return nil, err
-	}
-	defer end()
-	var stored []rdb.StoredLimit
-	var bad []error
-	err = q.onSide(ctx, rdb.LimitsSuffix, func() (err error) {
-		stored, _, bad, err = q.db.Limits(ctx)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("queue %s: list limits: %w", q.cfg.Name, err)
-	}
-	for _, err := range bad {
-		q.log.Warn("a stored limit cannot be read and is ignored", "err", err)
 	}
 	out := make(map[string]Limit, len(stored))
 	for _, s := range stored {
@@ -215,21 +202,34 @@ func checkGroupLimit(group string, running int) error {
 
 // GroupLimits is queue.Queue.GroupLimits, whose doc says what it does.
 func (q *Queue) GroupLimits(ctx context.Context) (map[string]int, error) {
-	end, err := q.begin(ctx)
+	_, groups, err := q.readLimits(ctx)
 	if err != nil {
 		return nil, err
-	}
-	defer end()
-	var groups map[string]int
-	err = q.onSide(ctx, rdb.LimitsSuffix, func() (err error) {
-		_, groups, _, err = q.db.Limits(ctx)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("queue %s: list group limits: %w", q.cfg.Name, err)
 	}
 	if groups == nil {
 		groups = map[string]int{}
 	}
 	return groups, nil
+}
+
+// readLimits reads the stored limits, by name and by group, for Limits and GroupLimits;
+// a document that cannot be read is logged and left out.
+func (q *Queue) readLimits(ctx context.Context) (stored []rdb.StoredLimit, groups map[string]int, err error) {
+	end, err := q.begin(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer end()
+	var bad []error
+	err = q.onSide(ctx, rdb.LimitsSuffix, func() (err error) {
+		stored, groups, bad, err = q.db.Limits(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("queue %s: list limits: %w", q.cfg.Name, err)
+	}
+	for _, err := range bad {
+		q.log.Warn("a stored limit cannot be read and is ignored", "err", err)
+	}
+	return stored, groups, nil
 }

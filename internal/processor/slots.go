@@ -60,7 +60,7 @@ func (p *producer) takeSlots(ctx context.Context, jobs []*job.Job, now time.Time
 				takes[key] = t
 				order = append(order, key)
 			}
-			t.Want = append(t.Want, rdb.Holder{ID: j.ID, PC: j.ProcessCount + 1})
+			t.Want = append(t.Want, p.p.holder(j.ID, j.ProcessCount+1))
 		}
 	}
 	if len(takes) == 0 {
@@ -121,7 +121,7 @@ func (p *producer) takeSlots(ctx context.Context, jobs []*job.Job, now time.Time
 			kept = append(kept, j)
 			continue
 		}
-		h := rdb.Holder{ID: j.ID, PC: j.ProcessCount + 1}
+		h := p.p.holder(j.ID, j.ProcessCount+1)
 		var have []string
 		for _, key := range keys {
 			if got.Holds(key, h) {
@@ -167,7 +167,7 @@ func (p *producer) settleSlots(ctx context.Context, jobs []*job.Job, slots map[s
 		if !ok {
 			continue
 		}
-		h := rdb.Holder{ID: j.ID, PC: j.ProcessCount + 1}
+		h := p.p.holder(j.ID, j.ProcessCount+1)
 		if won[j.ID] {
 			if pr.slotRuns == nil {
 				pr.slotRuns = make(map[rdb.RunKey][]string)
@@ -205,7 +205,7 @@ func (p *Processor) runsEnded(ctx context.Context, runs []rdb.RunKey) {
 		}
 		delete(p.slotRuns, k)
 		for _, key := range keys {
-			giveBack[key] = append(giveBack[key], rdb.Holder{ID: k.ID, PC: k.ProcessCount})
+			giveBack[key] = append(giveBack[key], p.holder(k.ID, k.ProcessCount))
 		}
 	}
 	p.slotMu.Unlock()
@@ -246,4 +246,10 @@ func (p *Processor) RunEndedElsewhere(name, group string) {
 		keys[rdb.GroupSlot(group)] = nil
 	}
 	p.prod.slotsFreed(keys)
+}
+
+// holder is the run of job id whose claim sets processCount pc, as this processor's
+// queue holds its slots.
+func (p *Processor) holder(id string, pc int) rdb.Holder {
+	return rdb.Holder{ID: id, PC: pc, Queue: p.cfg.QueueID}
 }

@@ -29,11 +29,14 @@ func NameSlot(name string) string { return "name:" + name }
 // GroupSlot is the key of the running limit of group.
 func GroupSlot(group string) string { return "group:" + group }
 
-// Holder is a run that holds, or wants, a slot: the job and the processCount its claim
-// sets.
+// Holder is a run that holds, or wants, a slot: the job, the processCount its claim sets,
+// and the queue that takes the slot for it. Two queues that read the same job both want
+// its slot; only one gets it, and only that one claims the job (and only its release
+// gives the slot back).
 type Holder struct {
-	ID string `rethinkdb:"id"`
-	PC int    `rethinkdb:"pc"`
+	ID    string `rethinkdb:"id"`
+	PC    int    `rethinkdb:"pc"`
+	Queue string `rethinkdb:"q"`
 }
 
 // SlotTake asks for slots of one key: the runs of Want, in order, while the key's holders
@@ -47,8 +50,9 @@ type SlotTake struct {
 
 // HeldSlot is a run holding a slot, as its key's document stores it.
 type HeldSlot struct {
-	PC int       `rethinkdb:"pc"`
-	At time.Time `rethinkdb:"at"`
+	PC    int       `rethinkdb:"pc"`
+	Queue string    `rethinkdb:"q"`
+	At    time.Time `rethinkdb:"at"`
 }
 
 // Slots are the holders of the keys a take wrote, after it: key → job id → holder.
@@ -57,7 +61,7 @@ type Slots map[string]map[string]HeldSlot
 // Holds reports whether run h holds a slot of key.
 func (s Slots) Holds(key string, h Holder) bool {
 	held, ok := s[key][h.ID]
-	return ok && held.PC == h.PC
+	return ok && held.PC == h.PC && held.Queue == h.Queue
 }
 
 // slotsDoc is the id of the one document that holds every key's holders:
@@ -87,10 +91,9 @@ func (t *Table) TakeSlots(ctx context.Context, takes []SlotTake) (Slots, error) 
 	// builds it once: a constant object the driver sends is rebuilt at each mention (the
 	// first version, without, took 64 ms of server time for a take of 50 keys).
 	term := slots.Get(slotsDoc).Replace(func(doc r.Term) any {
-		keys := r.Branch(doc.Eq(nil), map[string]any{}, doc.Field("keys").Default(map[string]any{}))
-		return r.Do(r.Expr(byKey), keys, func(asked, keys r.Term) any {
+		return r.Do(r.Expr(byKey), objectOr(doc.Default(nil).Field("keys").Default(nil)), func(asked, keys r.Term) any {
 			next := keys.Keys().SetUnion(asked.Keys()).Map(func(k r.Term) any {
-				return r.Do(keys.Field(k).Default(map[string]any{}), func(held r.Term) any {
+				return r.Do(holdersOf(keys.Field(k).Default(nil)), func(held r.Term) any {
 					return []any{k, r.Branch(asked.HasFields(k), asked.Field(k).Do(func(a r.Term) any { return taken(held, a) }), held)}
 				})
 			}).Filter(func(kv r.Term) r.Term { return kv.Nth(1).Keys().Count().Gt(0) }).CoerceTo("object")
@@ -126,6 +129,23 @@ func (t *Table) TakeSlots(ctx context.Context, takes []SlotTake) (Slots, error) 
 	return out, nil
 }
 
+// objectOr is v when it is an object, else an empty one: a slots document written by hand
+// must not stop the takes.
+func objectOr(v r.Term) r.Term {
+	return r.Branch(v.TypeOf().Eq("OBJECT"), v, map[string]any{})
+}
+
+// holdersOf is the holders of a key's value: its entries that are holders ({pc: a number,
+// ...}); anything else (written by hand) holds no slot, and is dropped by the next write.
+func holdersOf(v r.Term) r.Term {
+	return objectOr(v).Do(func(m r.Term) any {
+		return m.Keys().Filter(func(id r.Term) r.Term {
+			h := m.Field(id)
+			return r.Branch(h.TypeOf().Eq("OBJECT"), h.Field("pc").Default(nil).TypeOf().Eq("NUMBER"), false)
+		}).Map(func(id r.Term) any { return []any{id, m.Field(id)} }).CoerceTo("object")
+	})
+}
+
 // taken is a key's holders held after the take asked: the holders but those it found
 // stale, and then the runs it wants, in order, while there is room.
 func taken(held, asked r.Term) r.Term {
@@ -137,7 +157,9 @@ func taken(held, asked r.Term) r.Term {
 			add := asked.Field("want").
 				Filter(func(w r.Term) r.Term { return kept.HasFields(w.Field("id")).Not() }).
 				Limit(r.Branch(room.Gt(0), room, 0)).
-				Map(func(w r.Term) any { return []any{w.Field("id"), map[string]any{"pc": w.Field("pc"), "at": r.Now()}} }).
+				Map(func(w r.Term) any {
+					return []any{w.Field("id"), map[string]any{"pc": w.Field("pc"), "q": w.Field("q"), "at": r.Now()}}
+				}).
 				CoerceTo("object")
 			return kept.Merge(add)
 		})
@@ -155,14 +177,15 @@ func heldSlots(v any) map[string]HeldSlot {
 			continue
 		}
 		at, _ := hm["at"].(time.Time)
-		out[id] = HeldSlot{PC: int(pc), At: at}
+		q, _ := hm["q"].(string)
+		out[id] = HeldSlot{PC: int(pc), Queue: q, At: at}
 	}
 	return out
 }
 
 // ReleaseSlots gives back the slots of runs, by key, in one update: each holder is
-// dropped only while it is that run (same processCount), so that a late release never
-// frees the slot of the job's next run.
+// dropped only while it is that run (same processCount, taken by the same queue), so that
+// a late release never frees the slot of the job's next run, nor another queue's.
 func (t *Table) ReleaseSlots(ctx context.Context, runs map[string][]Holder) error {
 	if len(runs) == 0 {
 		return nil
@@ -171,21 +194,23 @@ func (t *Table) ReleaseSlots(ctx context.Context, runs map[string][]Holder) erro
 	for key, hs := range runs {
 		m := make(map[string]any, len(hs))
 		for _, h := range hs {
-			m[h.ID] = h.PC
+			m[h.ID] = map[string]any{"pc": h.PC, "q": h.Queue}
 		}
 		rel[key] = m
 	}
 	_, err := t.Write(ctx, t.Side(SlotsSuffix).Get(slotsDoc).Replace(func(doc r.Term) any {
-		return r.Do(r.Expr(rel), doc.Field("keys").Default(map[string]any{}), func(rel, keys r.Term) any {
+		return r.Do(r.Expr(rel), objectOr(doc.Default(nil).Field("keys").Default(nil)), func(rel, keys r.Term) any {
 			next := keys.Keys().Map(func(k r.Term) any {
-				return r.Do(keys.Field(k), rel.Field(k).Default(map[string]any{}), func(held, mine r.Term) any {
+				return r.Do(holdersOf(keys.Field(k)), rel.Field(k).Default(map[string]any{}), func(held, mine r.Term) any {
 					left := held.Keys().Filter(func(id r.Term) r.Term {
-						return mine.HasFields(id).Not().Or(held.Field(id).Field("pc").Default(nil).Ne(mine.Field(id)))
+						h := held.Field(id)
+						return mine.HasFields(id).Not().Or(
+							h.Field("pc").Ne(mine.Field(id).Field("pc")).Or(h.Field("q").Default(nil).Ne(mine.Field(id).Field("q"))))
 					}).Map(func(id r.Term) any { return []any{id, held.Field(id)} }).CoerceTo("object")
 					return []any{k, left}
 				})
 			}).Filter(func(kv r.Term) r.Term { return kv.Nth(1).Keys().Count().Gt(0) }).CoerceTo("object")
-			return r.Branch(doc.Eq(nil), nil, doc.Without("keys").Merge(map[string]any{"keys": next}))
+			return r.Branch(doc.Eq(nil), nil, map[string]any{"id": slotsDoc, "keys": next})
 		})
 	}))
 	if err != nil {

@@ -101,3 +101,52 @@ func TestStaleHoldersAreThoseWhoseRunIsOver(t *testing.T) {
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{leaseOver, done, again, "gone"}, stale[key])
 }
+
+// A slots document written by hand, of any shape, neither stops the takes nor holds a
+// slot: what is not a holder is dropped by the next write.
+func TestAHandWrittenSlotsDocumentDoesNotStopTheTakes(t *testing.T) {
+	tbl, insert := slotsTable(t)
+	ctx := context.Background()
+	s := testserver.Session(t)
+	side := r.DB(tbl.DB).Table("jobs" + rdb.SlotsSuffix)
+	a := insert(job.Waiting, 0, time.Now())
+	key := rdb.GroupSlot("g")
+	for _, garbage := range []any{
+		"not an object",
+		map[string]any{key: "nor this"},
+		map[string]any{key: map[string]any{"x": 1, "y": map[string]any{"pc": "one"}}},
+	} {
+		_, err := side.Insert(map[string]any{"id": "slots", "keys": garbage}, r.InsertOpts{Conflict: "replace"}).RunWrite(s)
+		require.NoError(t, err)
+		got, err := tbl.TakeSlots(ctx, []rdb.SlotTake{{Key: key, Limit: 1, Want: []rdb.Holder{{ID: a, PC: 1}}}})
+		require.NoError(t, err, "%v", garbage)
+		assert.True(t, got.Holds(key, rdb.Holder{ID: a, PC: 1}), "%v holds no slot", garbage)
+		assert.Len(t, got[key], 1)
+		require.NoError(t, tbl.ReleaseSlots(ctx, map[string][]rdb.Holder{key: {{ID: a, PC: 1}}}))
+	}
+	_, err := side.Insert(map[string]any{"id": "slots", "keys": map[string]any{key: 7}}, r.InsertOpts{Conflict: "replace"}).RunWrite(s)
+	require.NoError(t, err)
+	require.NoError(t, tbl.ReleaseSlots(ctx, map[string][]rdb.Holder{key: {{ID: a, PC: 1}}}), "a release too")
+}
+
+// Two queues that read the same job both want its slot: the first gets it, the second
+// does not (so only the first claims the job), and the second's release frees nothing.
+func TestTwoQueuesWantingOneJobsSlot(t *testing.T) {
+	tbl, insert := slotsTable(t)
+	ctx := context.Background()
+	x, y := insert(job.Waiting, 0, time.Now()), insert(job.Waiting, 0, time.Now())
+	key := rdb.GroupSlot("g")
+	a, b := rdb.Holder{ID: x, PC: 1, Queue: "a"}, rdb.Holder{ID: x, PC: 1, Queue: "b"}
+	got, err := tbl.TakeSlots(ctx, []rdb.SlotTake{{Key: key, Limit: 2, Want: []rdb.Holder{a}}})
+	require.NoError(t, err)
+	require.True(t, got.Holds(key, a))
+	got, err = tbl.TakeSlots(ctx, []rdb.SlotTake{{Key: key, Limit: 2, Want: []rdb.Holder{b}}})
+	require.NoError(t, err)
+	assert.False(t, got.Holds(key, b), "a holds the job's slot")
+	require.NoError(t, tbl.ReleaseSlots(ctx, map[string][]rdb.Holder{key: {b}}))
+	other := rdb.Holder{ID: y, PC: 1, Queue: "b"}
+	got, err = tbl.TakeSlots(ctx, []rdb.SlotTake{{Key: key, Limit: 1, Want: []rdb.Holder{other}}})
+	require.NoError(t, err)
+	assert.False(t, got.Holds(key, other), "b's release did not free a's slot: the key is still full at 1")
+	assert.True(t, got.Holds(key, a))
+}
