@@ -92,12 +92,12 @@ func (t *Table) TakeSlots(ctx context.Context, takes []SlotTake) (Slots, error) 
 	// first version, without, took 64 ms of server time for a take of 50 keys).
 	term := slots.Get(slotsDoc).Replace(func(doc r.Term) any {
 		return r.Do(r.Expr(byKey), objectOr(doc.Default(nil).Field("keys").Default(nil)), func(asked, keys r.Term) any {
-			next := keys.Keys().SetUnion(asked.Keys()).Map(func(k r.Term) any {
-				return r.Do(holdersOf(keys.Field(k).Default(nil)), func(held r.Term) any {
-					return []any{k, r.Branch(asked.HasFields(k), asked.Field(k).Do(func(a r.Term) any { return taken(held, a) }), held)}
-				})
-			}).Filter(func(kv r.Term) r.Term { return kv.Nth(1).Keys().Count().Gt(0) }).CoerceTo("object")
-			return map[string]any{"id": slotsDoc, "keys": next}
+			// Only the keys asked for are read and rewritten: the cost follows the claim,
+			// not the number of keys with running jobs.
+			changed := asked.Keys().Map(func(k r.Term) any {
+				return []any{k, taken(keys.Field(k).Default(nil), asked.Field(k))}
+			})
+			return map[string]any{"id": slotsDoc, "keys": rewrite(keys, asked.Keys(), changed)}
 		})
 	}, r.ReplaceOpts{ReturnChanges: "always"})
 	res, err := t.Write(ctx, term)
@@ -129,19 +129,28 @@ func (t *Table) TakeSlots(ctx context.Context, takes []SlotTake) (Slots, error) 
 	return out, nil
 }
 
+// rewrite is keys with the keys of names replaced by changed ([key, holders] pairs), a
+// key left without holders dropped.
+func rewrite(keys, names, changed r.Term) r.Term {
+	return keys.Without(names).Merge(changed.Filter(func(kv r.Term) r.Term { return kv.Nth(1).Keys().Count().Gt(0) }).
+		CoerceTo("object"))
+}
+
 // objectOr is v when it is an object, else an empty one: a slots document written by hand
 // must not stop the takes.
 func objectOr(v r.Term) r.Term {
 	return r.Branch(v.TypeOf().Eq("OBJECT"), v, map[string]any{})
 }
 
-// holdersOf is the holders of a key's value: its entries that are holders ({pc: a number,
-// ...}); anything else (written by hand) holds no slot, and is dropped by the next write.
-func holdersOf(v r.Term) r.Term {
+// holdersWhere is the holders of a key's value v that keep(id, holder) keeps. Only the
+// entries that are holders ({pc: a number, ...}) count: anything else (written by hand)
+// holds no slot, and is dropped by the next write of the key.
+func holdersWhere(v r.Term, keep func(id, h r.Term) r.Term) r.Term {
 	return objectOr(v).Do(func(m r.Term) any {
 		return m.Keys().Filter(func(id r.Term) r.Term {
-			h := m.Field(id)
-			return r.Branch(h.TypeOf().Eq("OBJECT"), h.Field("pc").Default(nil).TypeOf().Eq("NUMBER"), false)
+			return m.Field(id).Do(func(h r.Term) any {
+				return r.Branch(h.TypeOf().Eq("OBJECT").And(h.Field("pc").Default(nil).TypeOf().Eq("NUMBER")), keep(id, h), false)
+			})
 		}).Map(func(id r.Term) any { return []any{id, m.Field(id)} }).CoerceTo("object")
 	})
 }
@@ -150,8 +159,7 @@ func holdersOf(v r.Term) r.Term {
 // stale, and then the runs it wants, in order, while there is room.
 func taken(held, asked r.Term) r.Term {
 	stale := asked.Field("stale")
-	return held.Keys().Filter(func(id r.Term) r.Term { return stale.Contains(id).Not() }).
-		Map(func(id r.Term) any { return []any{id, held.Field(id)} }).CoerceTo("object").
+	return holdersWhere(held, func(id, _ r.Term) r.Term { return stale.Contains(id).Not() }).
 		Do(func(kept r.Term) any {
 			room := asked.Field("limit").Sub(kept.Keys().Count())
 			add := asked.Field("want").
@@ -200,17 +208,15 @@ func (t *Table) ReleaseSlots(ctx context.Context, runs map[string][]Holder) erro
 	}
 	_, err := t.Write(ctx, t.Side(SlotsSuffix).Get(slotsDoc).Replace(func(doc r.Term) any {
 		return r.Do(r.Expr(rel), objectOr(doc.Default(nil).Field("keys").Default(nil)), func(rel, keys r.Term) any {
-			next := keys.Keys().Map(func(k r.Term) any {
-				return r.Do(holdersOf(keys.Field(k)), rel.Field(k).Default(map[string]any{}), func(held, mine r.Term) any {
-					left := held.Keys().Filter(func(id r.Term) r.Term {
-						h := held.Field(id)
+			changed := rel.Keys().Map(func(k r.Term) any {
+				return rel.Field(k).Do(func(mine r.Term) any {
+					return []any{k, holdersWhere(keys.Field(k).Default(nil), func(id, h r.Term) r.Term {
 						return mine.HasFields(id).Not().Or(
 							h.Field("pc").Ne(mine.Field(id).Field("pc")).Or(h.Field("q").Default(nil).Ne(mine.Field(id).Field("q"))))
-					}).Map(func(id r.Term) any { return []any{id, held.Field(id)} }).CoerceTo("object")
-					return []any{k, left}
+					})}
 				})
-			}).Filter(func(kv r.Term) r.Term { return kv.Nth(1).Keys().Count().Gt(0) }).CoerceTo("object")
-			return r.Branch(doc.Eq(nil), nil, map[string]any{"id": slotsDoc, "keys": next})
+			})
+			return r.Branch(doc.Eq(nil), nil, map[string]any{"id": slotsDoc, "keys": rewrite(keys, rel.Keys(), changed)})
 		})
 	}))
 	if err != nil {
