@@ -3,7 +3,7 @@ module github.com/rjqgo/rethinkdb-job-queue/rjqweb
 go 1.25.0
 
 require (
-	github.com/rjqgo/rethinkdb-job-queue v0.0.0-20261125231508-83e7769300b6
+	github.com/rjqgo/rethinkdb-job-queue v0.0.0-20261125234950-23f8c45973ab
 	github.com/stretchr/testify v1.12.1
 	gopkg.in/rethinkdb/rethinkdb-go.v6 v6.2.1
 )
