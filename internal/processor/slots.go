@@ -215,17 +215,17 @@ func (p *Processor) runsEnded(ctx context.Context, runs []rdb.RunKey) {
 	if err := p.cfg.Store.ReleaseSlots(ctx, giveBack); err != nil {
 		p.cfg.Log.Info("giving running slots back failed; they are taken back once found stale", "err", err)
 	}
-	p.prod.slotsFreed(giveBack)
+	p.prod.slotsFreed(mapKeys(giveBack))
 }
 
 // slotsFreed lets the jobs of keys whose slots were given back be claimed at once, when
 // they were held back: the next round reads the table for them. (A key that was not
 // full held nothing back; waking a read for it would only shrink the claims.)
-func (p *producer) slotsFreed(keys map[string][]rdb.Holder) {
+func (p *producer) slotsFreed(keys []string) {
 	l := &p.lim
 	l.mu.Lock()
 	held := false
-	for key := range keys {
+	for _, key := range keys {
 		if _, ok := l.fullUntil[key]; ok {
 			l.freed = append(l.freed, key)
 			held = true
@@ -240,12 +240,30 @@ func (p *producer) slotsFreed(keys map[string][]rdb.Holder) {
 // RunEndedElsewhere tells the processor that a run of a job named name, of group group,
 // ended in another queue (its changefeed saw it): the slots it held may be free, and the
 // jobs held back for them are tried again at once rather than after slotRecheck.
+//
+// Every worker hears of every run that ends: without a key held back it does nothing
+// more than look at an empty map.
 func (p *Processor) RunEndedElsewhere(name, group string) {
-	keys := map[string][]rdb.Holder{rdb.NameSlot(name): nil}
+	l := &p.prod.lim
+	l.mu.Lock()
+	none := len(l.fullUntil) == 0
+	l.mu.Unlock()
+	if none {
+		return
+	}
+	keys := []string{rdb.NameSlot(name)}
 	if group != "" {
-		keys[rdb.GroupSlot(group)] = nil
+		keys = append(keys, rdb.GroupSlot(group))
 	}
 	p.prod.slotsFreed(keys)
+}
+
+func mapKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }
 
 // holder is the run of job id whose claim sets processCount pc, as this processor's
