@@ -82,6 +82,25 @@ func ExampleJob_SetDeadline() {
 	// true
 }
 
+// The edits of one document are applied one at a time, in the order they were added,
+// whichever workers run them; the edits of other documents run beside them.
+func ExampleJob_SetSequence() {
+	edits := []*job.Job{
+		job.New("insert title", job.Options{Name: "edit"}).SetSequence("doc-42"),
+		job.New("fix typo", job.Options{Name: "edit"}).SetSequence("doc-42"),
+		job.New("insert table", job.Options{Name: "edit"}).SetSequence("doc-7"),
+	}
+	for _, e := range edits {
+		fmt.Println(e.Sequence(), e.Validate())
+	}
+	fmt.Println(errors.Is(job.New(nil, job.Options{}).SetSequence("").Err(), job.ErrInvalidSequence))
+	// Output:
+	// doc-42 <nil>
+	// doc-42 <nil>
+	// doc-7 <nil>
+	// true
+}
+
 // A signup posted twice makes one welcome email, even when the first has already been
 // sent: the key's finished job stands in place of new ones for a day (Queue.AddJob
 // returns it, with Duplicate true). A search index rebuilt on every edit runs once per

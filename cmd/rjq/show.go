@@ -64,6 +64,12 @@ func printJob(out io.Writer, j *job.Job) error {
 	if d := j.Deadline(); !d.IsZero() {
 		fmt.Fprintf(w, "deadline\t%s\n", listing.Time(d))
 	}
+	if g := j.Group(); g != "" {
+		fmt.Fprintf(w, "group\t%s\n", g)
+	}
+	if q := j.Sequence(); q != "" {
+		fmt.Fprintf(w, "sequence\t%s\n", q)
+	}
 	fmt.Fprintf(w, "queue\t%s\n", j.QueueID)
 	data, _ := json.Marshal(j.Data)
 	fmt.Fprintf(w, "data\t%s\n", data)

@@ -85,15 +85,18 @@ func TestShowRuns(t *testing.T) {
 	assert.Equal(t, 1, withStack, "the log entries keep their error stack")
 }
 
-// show prints a unique key with its window and debounce, and a start deadline.
+// show prints a unique key with its window and debounce, a start deadline, a group and a
+// sequence.
 func TestShowFlowFields(t *testing.T) {
 	q, db, addr, ctx := newQueue(t, queuetest.Options(queue.Options{MasterInterval: -1}))
 	deadline := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
 	added, err := q.AddJob(ctx, q.CreateJob("x").SetUniqueKey("welcome:ann").SetUniqueFor(24*time.Hour).
-		SetDebounce(2*time.Second).SetDeadline(deadline))
+		SetDebounce(2*time.Second).SetDeadline(deadline).SetGroup("customer-7").SetSequence("doc-42"))
 	require.NoError(t, err)
 	res := rjq(t, binary(t), "--addr", addr, "--db", db, "show", added[0].ID)
 	require.Equal(t, 0, res.code, res.stderr)
 	assert.Regexp(t, `unique key\s+welcome:ann \(kept 24h0m0s after it finished; debounce 2s\)`, res.stdout)
 	assert.Regexp(t, `deadline\s+`+listing.Time(deadline), res.stdout)
+	assert.Regexp(t, `group\s+customer-7\n`, res.stdout)
+	assert.Regexp(t, `sequence\s+doc-42\n`, res.stdout)
 }

@@ -82,3 +82,10 @@ func Millis(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
 
 // Group is the extra field of a job's group (job.SetGroup), a string.
 const Group = "rjqGroup"
+
+// The extra fields of a job's sequence (job.SetSequence): its key, a string, and its
+// place, an integer of microseconds that AddJob stamps, increasing within a process.
+const (
+	Sequence   = "rjqSequence"
+	SequenceAt = "rjqSequenceAt"
+)

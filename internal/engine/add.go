@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
@@ -31,6 +33,9 @@ func (q *Queue) AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error
 	}
 	defer end()
 	q.ensureDeadlineIndex(ctx, jobs)
+	if err := q.ensureSequences(ctx, jobs); err != nil {
+		return nil, err
+	}
 	b := q.newBatch(jobs)
 	here := q.claimHere(&b)
 	if len(b.plain) > 0 {
@@ -76,6 +81,11 @@ func (q *Queue) newBatch(jobs []*job.Job) addBatch {
 		}
 		saved := *j
 		saved.QueueID = q.id
+		if j.Sequence() != "" {
+			// Its place in its sequence: the order of the adds, not of the creations.
+			saved.Fields = maps.Clone(j.Fields)
+			saved.Fields[docfmt.SequenceAt] = sequencePlace()
+		}
 		if saved.Status == job.Created {
 			saved.Status = job.Waiting
 		}
@@ -144,6 +154,11 @@ func (q *Queue) claimHere(b *addBatch) *claimed {
 	p := q.processor()
 	if p == nil || len(b.unique) > 0 {
 		return nil
+	}
+	for i := range b.saved {
+		if b.saved[i].Sequence() != "" {
+			return nil // it waits for its turn (rdb.SequenceHeads)
+		}
 	}
 	now := time.Now()
 	for i := range b.saved {
@@ -238,4 +253,41 @@ func (q *Queue) ensureDeadlineIndex(ctx context.Context, jobs []*job.Job) {
 	}
 	q.deadlineIndex.Store(true)
 	q.deadlineSeen()
+}
+
+// ensureSequences creates the table's index of sequences, and the side table of running
+// slots, the first time this queue adds a job of a sequence (rdb.IndexSequence: a table
+// whose jobs have none never pays for it). Without them no worker of this library starts
+// a job of a sequence, so a failure fails the add: nothing is written.
+func (q *Queue) ensureSequences(ctx context.Context, jobs []*job.Job) error {
+	if q.sequenceIndex.Load() || !slices.ContainsFunc(jobs, func(j *job.Job) bool { return j.Sequence() != "" }) {
+		return nil
+	}
+	if err := q.assertSide(ctx, rdb.SlotsSuffix); err != nil {
+		return err
+	}
+	if err := q.db.EnsureSequenceIndex(ctx); err != nil {
+		return fmt.Errorf("queue %s: create the index of sequences %s, which the jobs of sequences need: %w", q.cfg.Name, rdb.IndexSequence, err)
+	}
+	q.sequenceIndex.Store(true)
+	return nil
+}
+
+// sequencePlaces hands out the places of jobs in their sequences: microseconds since the
+// epoch, increasing within the process, so that jobs added in one call, or in a burst,
+// keep the order they were added in (a time in the table keeps milliseconds only).
+var sequencePlaces struct {
+	sync.Mutex
+	last int64
+}
+
+func sequencePlace() int64 {
+	now := time.Now().UnixMicro()
+	sequencePlaces.Lock()
+	defer sequencePlaces.Unlock()
+	if now <= sequencePlaces.last {
+		now = sequencePlaces.last + 1
+	}
+	sequencePlaces.last = now
+	return now
 }

@@ -123,11 +123,13 @@ func (q *Queue) onChange(c changefeed.Change) {
 	default:
 		q.emitFrom(act.QueueID, Event{Type: string(act.Kind), JobID: act.JobID, Progress: act.Progress, IsRepeating: act.IsRepeating, Reason: act.Reason})
 	}
-	if p := q.processor(); p != nil && c.Old[docfmt.Status] == string(job.Active) && c.New[docfmt.Status] != string(job.Active) {
-		// A run ended elsewhere: its running slots may be free for jobs held back here.
+	if p := q.processor(); p != nil && slotsMayBeFree(c) {
+		// A run ended elsewhere, or a job of a sequence finished or went: running slots
+		// may be free, or the next job of a sequence may run, for jobs held back here.
 		name, _ := c.Old[docfmt.Name].(string)
 		group, _ := c.Old[docfmt.Group].(string)
-		p.RunEndedElsewhere(name, group)
+		seq, _ := c.Old[docfmt.Sequence].(string)
+		p.RunEndedElsewhere(name, group, seq)
 	}
 	if p := q.processor(); p != nil && act.JobID != "" {
 		// Another queue cancelled, removed or failed (in a review) a job running here, or
@@ -196,4 +198,22 @@ func (q *Queue) subscribeFirst(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// slotsMayBeFree reports whether change c ends a run (active before, not after), or
+// finishes or removes a job of a sequence: what may let jobs held back for a running slot
+// or for their turn in a sequence run.
+func slotsMayBeFree(c changefeed.Change) bool {
+	old, _ := c.Old[docfmt.Status].(string)
+	if old == "" {
+		return false
+	}
+	now, _ := c.New[docfmt.Status].(string)
+	if old == string(job.Active) && now != string(job.Active) {
+		return true
+	}
+	if _, ok := c.Old[docfmt.Sequence].(string); !ok {
+		return false
+	}
+	return c.New == nil || now != old && job.Status(now).Finished()
 }

@@ -72,6 +72,9 @@ type Queue struct {
 	// deadlineIndexSeen is set while the table is known to have that index: the Master's
 	// expiry reads it only then (see ExpireDue). Until then, deadlineIndexCheck is when
 	// the Master next looks for it (Unix nanoseconds; 0: at its next tick).
+	// sequenceIndex is set once this queue has made sure of the table's index of
+	// sequences.
+	sequenceIndex      atomic.Bool
 	deadlineIndexSeen  atomic.Bool
 	deadlineIndexCheck atomic.Int64
 }

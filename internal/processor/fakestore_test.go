@@ -252,6 +252,12 @@ func (s *fakeStore) TakeSlots(context.Context, []rdb.SlotTake) (rdb.Slots, error
 	return nil, errors.New("fakeStore: no running slots")
 }
 
+func (s *fakeStore) SequenceHeads(context.Context, []string) (map[string]string, error) {
+	return nil, errors.New("fakeStore: no sequences")
+}
+
+func (s *fakeStore) EnsureSequenceIndex(context.Context) error { return nil }
+
 func (s *fakeStore) ReleaseSlots(context.Context, map[string][]rdb.Holder) error { return nil }
 
 func (s *fakeStore) Stale(context.Context, rdb.Slots, time.Time) (map[string][]string, error) {

@@ -75,14 +75,15 @@ func (p *producer) refreshLimits(ctx context.Context, now time.Time) {
 	l.mu.Unlock()
 }
 
-// holdBack are the jobs a claim leaves out: of these names and groups.
+// holdBack are the jobs a claim leaves out: of these names, groups and sequences.
 type holdBack struct {
-	names, groups []string
+	names, groups, seqs []string
 }
 
 // holds reports whether j is held back.
 func (h holdBack) holds(j *job.Job) bool {
-	return contains(h.names, j.Name) || len(h.groups) > 0 && contains(h.groups, j.Group())
+	return contains(h.names, j.Name) || len(h.groups) > 0 && contains(h.groups, j.Group()) ||
+		len(h.seqs) > 0 && contains(h.seqs, j.Sequence())
 }
 
 // held returns the jobs a claim at now leaves out: of names outside their window, with an
@@ -111,6 +112,8 @@ func (p *producer) held(ctx context.Context, now time.Time) (hold holdBack, unti
 			hold.names = append(hold.names, name)
 		} else if group, ok := strings.CutPrefix(key, rdb.GroupSlot("")); ok {
 			hold.groups = append(hold.groups, group)
+		} else if seq, ok := strings.CutPrefix(key, rdb.SequenceSlot("")); ok {
+			hold.seqs = append(hold.seqs, seq)
 		}
 	}
 	l.mu.Unlock()

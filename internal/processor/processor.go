@@ -72,6 +72,8 @@ type Store interface {
 	TakeSlots(ctx context.Context, takes []rdb.SlotTake) (rdb.Slots, error)
 	ReleaseSlots(ctx context.Context, runs map[string][]rdb.Holder) error
 	Stale(ctx context.Context, slots rdb.Slots, now time.Time) (map[string][]string, error)
+	SequenceHeads(ctx context.Context, keys []string) (map[string]string, error)
+	EnsureSequenceIndex(ctx context.Context) error
 }
 
 // Limiting is how the producer applies the limit of one job name.

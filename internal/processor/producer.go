@@ -114,6 +114,9 @@ type producer struct {
 	// contended is the pause after rounds whose claims all missed.
 	contended time.Duration
 	lim       limiter
+	// seqIndexAsked is set once this producer has asked for the index of sequences
+	// (firstOfSequences).
+	seqIndexAsked bool
 }
 
 // hint is a job the producer was told of, and when it may claim it.
@@ -418,7 +421,7 @@ func (p *producer) part() rdb.Part {
 func (p *producer) read(ctx context.Context, now time.Time, free int, hold holdBack) (found []*job.Job, more bool, nextRead time.Time, err error) {
 	pr := p.p
 	want := p.prefetch(free)
-	skip := rdb.Skip{IDs: p.skipList(now), Names: hold.names, Groups: hold.groups}
+	skip := rdb.Skip{IDs: p.skipList(now), Names: hold.names, Groups: hold.groups, Sequences: hold.seqs}
 	if part := p.part(); part.Of > 1 {
 		skip.Part = part
 		c, err := pr.cfg.Store.ReadCandidates(ctx, want, skip)

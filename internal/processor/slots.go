@@ -2,6 +2,8 @@ package processor
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"time"
 
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
@@ -32,7 +34,62 @@ func (l *limiter) slotKeys(j *job.Job) (keys []string, limits []int) {
 			keys, limits = append(keys, rdb.GroupSlot(g)), append(limits, n)
 		}
 	}
+	if s := j.Sequence(); s != "" {
+		keys, limits = append(keys, rdb.SequenceSlot(s)), append(limits, 1)
+	}
 	return keys, limits
+}
+
+// firstOfSequences keeps the jobs that belong to no sequence and those that come first
+// in theirs (rdb.SequenceHeads); a sequence whose job came second is held back
+// (fullUntil), like a full key, until a run of it ends or slotRecheck has passed. When
+// the heads cannot be read, the jobs of sequences wait; on a table without the index of
+// sequences (made by AddJob; a table whose jobs were written otherwise) it is made.
+func (p *producer) firstOfSequences(ctx context.Context, jobs []*job.Job, now time.Time) []*job.Job {
+	var keys []string
+	for _, j := range jobs {
+		if s := j.Sequence(); s != "" && !contains(keys, s) {
+			keys = append(keys, s)
+		}
+	}
+	if len(keys) == 0 {
+		return jobs
+	}
+	heads, err := p.p.cfg.Store.SequenceHeads(ctx, keys)
+	switch {
+	case errors.Is(err, rdb.ErrNoSequenceIndex):
+		if !p.seqIndexAsked {
+			p.seqIndexAsked = true
+			p.p.cfg.Log.Info("the jobs of sequences wait until the table's index of sequences is built", "index", rdb.IndexSequence)
+			if err := p.p.cfg.Store.EnsureSequenceIndex(ctx); err != nil {
+				p.p.cfg.Log.Warn("creating the index of sequences failed: the jobs of sequences wait until it exists", "index", rdb.IndexSequence, "err", err)
+			}
+		}
+	case err != nil:
+		p.p.cfg.Log.Warn("reading the first job of each sequence failed; the jobs of sequences wait", "err", err)
+	}
+	kept := make([]*job.Job, 0, len(jobs))
+	l := &p.lim
+	l.mu.Lock() // over fullUntil, which slotsFreed reads
+	defer l.mu.Unlock()
+	if l.fullUntil == nil {
+		l.fullUntil = make(map[string]time.Time)
+	}
+	for _, j := range jobs {
+		s := j.Sequence()
+		if s == "" {
+			kept = append(kept, j)
+			continue
+		}
+		// A job that is not in the index (its place missing: written by hand) has no turn
+		// to wait for; it still runs only while it holds its sequence's slot.
+		if head, ok := heads[s]; err == nil && (!ok || head == j.ID) {
+			kept = append(kept, j)
+			continue
+		}
+		l.fullUntil[rdb.SequenceSlot(s)] = now.Add(slotRecheck)
+	}
+	return kept
 }
 
 // takeSlots takes the running slots of the jobs that need them, and keeps, in order, the
@@ -41,7 +98,8 @@ func (l *limiter) slotKeys(j *job.Job) (keys []string, limits []int) {
 // their keys. A key that had no room for a job holds its jobs back (fullUntil).
 func (p *producer) takeSlots(ctx context.Context, jobs []*job.Job, now time.Time) (kept []*job.Job, slots map[string][]string) {
 	l := &p.lim
-	if len(l.groups) == 0 && !anyRunning(l.limits) {
+	jobs = p.firstOfSequences(ctx, jobs, now)
+	if len(l.groups) == 0 && !anyRunning(l.limits) && !slices.ContainsFunc(jobs, func(j *job.Job) bool { return j.Sequence() != "" }) {
 		return jobs, nil
 	}
 	need := make(map[string][]string)
@@ -237,13 +295,15 @@ func (p *producer) slotsFreed(keys []string) {
 	}
 }
 
-// RunEndedElsewhere tells the processor that a run of a job named name, of group group,
-// ended in another queue (its changefeed saw it): the slots it held may be free, and the
-// jobs held back for them are tried again at once rather than after slotRecheck.
+// RunEndedElsewhere tells the processor that a run of a job named name, of group group
+// and sequence seq ("" for none), ended in another queue, or that a job of sequence seq
+// finished or was removed (its changefeed saw it): the slots it held may be free, or the
+// next job of its sequence may run, and the jobs held back for them are tried again at
+// once rather than after slotRecheck.
 //
 // Every worker hears of every run that ends: without a key held back it does nothing
 // more than look at an empty map.
-func (p *Processor) RunEndedElsewhere(name, group string) {
+func (p *Processor) RunEndedElsewhere(name, group, seq string) {
 	l := &p.prod.lim
 	l.mu.Lock()
 	none := len(l.fullUntil) == 0
@@ -254,6 +314,9 @@ func (p *Processor) RunEndedElsewhere(name, group string) {
 	keys := []string{rdb.NameSlot(name)}
 	if group != "" {
 		keys = append(keys, rdb.GroupSlot(group))
+	}
+	if seq != "" {
+		keys = append(keys, rdb.SequenceSlot(seq))
 	}
 	p.prod.slotsFreed(keys)
 }

@@ -89,6 +89,8 @@ type Skip struct {
 	Names []string
 	// Groups leaves out the jobs of these groups (job.SetGroup).
 	Groups []string
+	// Sequences leaves out the jobs of these sequences (job.SetSequence).
+	Sequences []string
 	// Part, when Of is 2 or more, leaves out the jobs of every part but Part.Index (see
 	// PartOf).
 	Part Part
@@ -147,6 +149,9 @@ func notSkipped(skip Skip) func(doc r.Term) r.Term {
 		}
 		if len(skip.Groups) > 0 {
 			keep = keep.And(r.Expr(skip.Groups).Contains(doc.Field(docfmt.Group).Default(nil)).Not())
+		}
+		if len(skip.Sequences) > 0 {
+			keep = keep.And(r.Expr(skip.Sequences).Contains(doc.Field(docfmt.Sequence).Default(nil)).Not())
 		}
 		if skip.Part.Of > 1 {
 			first := doc.Field(docfmt.ID).Slice(0, 1).Default(nil)

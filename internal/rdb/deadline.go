@@ -57,11 +57,18 @@ func (t *Table) HasIndex(ctx context.Context, name string) (bool, error) {
 // EnsureDeadlineIndex creates IndexDeadline unless the table has it, and does not wait for
 // it to be built. An index that another queue created first is not an error.
 func (t *Table) EnsureDeadlineIndex(ctx context.Context) error {
-	has, err := t.HasIndex(ctx, IndexDeadline)
+	return t.ensureIndex(ctx, IndexDeadline)
+}
+
+// ensureIndex creates the index name (one of IndexFunc's) unless the table has it, and
+// does not wait for it to be built. An index that another queue created first is not an
+// error.
+func (t *Table) ensureIndex(ctx context.Context, name string) error {
+	has, err := t.HasIndex(ctx, name)
 	if err != nil || has {
 		return err
 	}
-	_, err = t.Write(ctx, t.Term().IndexCreateFunc(IndexDeadline, IndexFunc(IndexDeadline)))
+	_, err = t.Write(ctx, t.Term().IndexCreateFunc(name, IndexFunc(name)))
 	if err != nil && strings.Contains(err.Error(), "already exists") {
 		return nil
 	}

@@ -35,6 +35,13 @@ const LegacyIndexClaim = "rjqIndexClaim"
 // waits for it; what reads it does without it while it is missing or being built.
 const IndexDeadline = "rjqIndexDeadline"
 
+// IndexSequence is this library's index of sequences (job.SetSequence): the jobs of a
+// sequence that are not finished (waiting, active or failed), by [key, place, id]; the
+// first of a key is the one that may run (SequenceHeads). Like IndexDeadline it is made by
+// the first AddJob of a job with a sequence (EnsureSequenceIndex), so that a table whose
+// jobs have none never pays for it.
+const IndexSequence = "rjqIndexSequence"
+
 // unreadableKey is the key part of a field the claim index cannot read (a priority that
 // is not a number, a date that is not a time): the highest there is, so that such a job
 // comes first in a claim read, which reports it and sets it aside instead of never seeing
@@ -82,6 +89,13 @@ func IndexFunc(name string) func(row r.Term) any {
 			deadline := row.Field(docfmt.Deadline).Default(nil)
 			live := row.Field("status").Eq("waiting").Or(row.Field("status").Eq("failed"))
 			return r.Branch(deadline.TypeOf().Eq("PTYPE<TIME>").And(live), deadline, nil)
+		}
+	case IndexSequence:
+		return func(row r.Term) any {
+			key, at := row.Field(docfmt.Sequence).Default(nil), row.Field(docfmt.SequenceAt).Default(nil)
+			status := row.Field("status")
+			live := status.Eq("waiting").Or(status.Eq("active")).Or(status.Eq("failed"))
+			return r.Branch(key.TypeOf().Eq("STRING").And(at.TypeOf().Eq("NUMBER")).And(live), []any{key, at, row.Field("id")}, nil)
 		}
 	case IndexClaim:
 		return func(row r.Term) any {

@@ -1,0 +1,65 @@
+package rdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+)
+
+// Sequences (job.SetSequence): a job of a sequence runs only while it is the first of its
+// key in IndexSequence (the unfinished jobs of the key, in the order they were added:
+// SequenceHeads), and while its run holds the key's one running slot (SequenceSlot, taken
+// like a group's). The first alone keeps the order, and keeps a failed job that will be
+// retried ahead of the jobs behind it; the slot alone keeps one run at a time, even when a
+// job added late by a process whose clock is behind comes first.
+
+// SequenceSlot is the key of the one running slot of sequence key.
+func SequenceSlot(key string) string { return "seq:" + key }
+
+// ErrNoSequenceIndex is SequenceHeads' answer on a table whose IndexSequence is missing
+// or not built yet: the jobs of sequences wait until it is.
+var ErrNoSequenceIndex = errors.New("the table's index of sequences is missing or not built yet")
+
+// EnsureSequenceIndex creates IndexSequence unless the table has it, and does not wait
+// for it to be built.
+func (t *Table) EnsureSequenceIndex(ctx context.Context) error {
+	return t.ensureIndex(ctx, IndexSequence)
+}
+
+// SequenceHeads returns the id of the first unfinished job of each sequence key, in the
+// order they were added; a key without one is left out.
+func (t *Table) SequenceHeads(ctx context.Context, keys []string) (map[string]string, error) {
+	if len(keys) == 0 {
+		return map[string]string{}, nil
+	}
+	term := r.Expr(keys).Map(func(k r.Term) any {
+		first := t.Term().Between([]any{k, r.MinVal, r.MinVal}, []any{k, r.MaxVal, r.MaxVal}, r.BetweenOpts{Index: IndexSequence}).
+			OrderBy(r.OrderByOpts{Index: IndexSequence}).Limit(1).Field("id").CoerceTo("array")
+		return []any{k, first}
+	})
+	var pairs [][]any
+	if err := t.ReadAll(ctx, term, &pairs); err != nil {
+		if msg := err.Error(); strings.Contains(msg, "Index `"+IndexSequence+"` was not found") ||
+			strings.Contains(msg, "before its construction was finished") {
+			return nil, fmt.Errorf("queue %s: %w", t.Name, ErrNoSequenceIndex)
+		}
+		return nil, fmt.Errorf("queue %s: read the first job of each sequence: %w", t.Name, err)
+	}
+	out := make(map[string]string, len(pairs))
+	for _, p := range pairs {
+		if len(p) != 2 {
+			continue
+		}
+		k, _ := p[0].(string)
+		ids, _ := p[1].([]any)
+		if len(ids) > 0 {
+			if id, ok := ids[0].(string); ok {
+				out[k] = id
+			}
+		}
+	}
+	return out, nil
+}

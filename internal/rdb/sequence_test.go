@@ -1,0 +1,68 @@
+package rdb_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// The head of a sequence is its first job, by place, that is not finished; a table
+// without the index says so with ErrNoSequenceIndex, and a document of any shape in the
+// table neither stops the read nor comes first.
+func TestSequenceHeadsAreTheFirstUnfinishedJobs(t *testing.T) {
+	db, s := testserver.DB(t), testserver.Session(t)
+	ctx := context.Background()
+	require.NoError(t, dbinit.Assert(ctx, dbinit.Target{Session: s, DB: db, Table: "jobs"}))
+	tbl := &rdb.Table{Session: s, DB: db, Name: "jobs", QueueID: "worker:w", LimitJobLogs: 100}
+	if !testserver.Get(t).IsReqlite() {
+		// reqlite answers a read of a missing index with a malformed response
+		// ("Unexpected response type: 0"), not the server's error.
+		_, err := tbl.SequenceHeads(ctx, []string{"a"})
+		require.ErrorIs(t, err, rdb.ErrNoSequenceIndex)
+	}
+	require.NoError(t, tbl.EnsureSequenceIndex(ctx))
+	require.NoError(t, tbl.EnsureSequenceIndex(ctx), "twice is fine")
+	require.NoError(t, r.DB(db).Table("jobs").IndexWait(rdb.IndexSequence).Exec(s))
+
+	insert := func(key string, place int64, status job.Status) string {
+		j := job.New(nil, job.DefaultOptions()).SetSequence(key)
+		j.Status = status
+		doc := j.Document()
+		doc[docfmt.SequenceAt] = place
+		_, err := r.DB(db).Table("jobs").Insert(doc).RunWrite(s)
+		require.NoError(t, err)
+		return j.ID
+	}
+	insert("a", 10, job.Completed)
+	a2 := insert("a", 20, job.Failed)
+	insert("a", 30, job.Waiting)
+	insert("b", 5, job.Cancelled)
+	b2 := insert("b", 7, job.Active)
+	insert("c", 1, job.Terminated)
+	_, err := r.DB(db).Table("jobs").Insert([]any{
+		map[string]any{"id": "garbage-1", docfmt.Sequence: "a", docfmt.SequenceAt: "first", "status": "waiting"},
+		map[string]any{"id": "garbage-2", docfmt.Sequence: 42, docfmt.SequenceAt: 1, "status": "waiting"},
+	}).RunWrite(s)
+	require.NoError(t, err)
+
+	heads, err := tbl.SequenceHeads(ctx, []string{"a", "b", "c", "none"})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"a": a2, "b": b2}, heads)
+
+	_, err = r.DB(db).Table("jobs").Get(a2).Update(map[string]any{"status": "completed", "dateFinished": time.Now()}).RunWrite(s)
+	require.NoError(t, err)
+	heads, err = tbl.SequenceHeads(ctx, []string{"a"})
+	require.NoError(t, err)
+	assert.NotEqual(t, a2, heads["a"], "a finished job gives its turn to the next")
+	assert.Len(t, heads, 1)
+}
