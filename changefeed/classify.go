@@ -25,6 +25,9 @@ const (
 	Terminated Kind = "terminated"
 	Removed    Kind = "removed"
 	Log        Kind = "log"
+	// Released is a job of a workflow whose parents all completed: blocked before,
+	// waiting now (job.SetDependsOn).
+	Released Kind = "released"
 
 	// Paused, Resumed and Reviewed are State Document changes: pause this queue, resume it,
 	// or claim again after another queue's review.
@@ -100,6 +103,8 @@ func Classify(c Change, self string) Action {
 		// waiting one debounced): an add, whatever else changed.
 		act.Kind = Added
 		act.Claimable = newStatus == job.Waiting || newStatus == job.Failed
+	case oldStatus == job.Blocked && newStatus == job.Waiting:
+		act.Kind = Released
 	case newStatus != oldStatus && statusKind(newStatus) != Ignore:
 		act.Kind = statusKind(newStatus)
 		switch act.Kind {

@@ -42,6 +42,12 @@ func TestClassify(t *testing.T) {
 	}{
 		{"added", Change{New: doc(nil)}, Action{Kind: Added, QueueID: other, JobID: id, Claimable: true}},
 		{"added by self", Change{New: doc(map[string]any{"queueId": self})}, Action{}},
+		{"added blocked (a job of a workflow) is added, not claimable", Change{New: doc(map[string]any{"status": "blocked"})},
+			Action{Kind: Added, QueueID: other, JobID: id}},
+		{"released: blocked, then waiting", Change{Old: doc(map[string]any{"status": "blocked"}), New: doc(nil)},
+			Action{Kind: Released, QueueID: other, JobID: id, Claimable: true}},
+		{"a blocked job cancelled", Change{Old: doc(map[string]any{"status": "blocked"}), New: doc(map[string]any{"status": "cancelled"})},
+			Action{Kind: Cancelled, QueueID: other, JobID: id}},
 		{"a unique key's finished job replaced is added, not progress", Change{
 			Old: doc(map[string]any{"status": "completed", "progress": float64(100)}),
 			New: doc(map[string]any{"dateCreated": time.Unix(60, 0)})},

@@ -27,6 +27,9 @@ const (
 	// MessageDeadlinePassed is the reason, and log message, of a job cancelled because
 	// its start deadline passed (SetDeadline).
 	MessageDeadlinePassed = "deadline passed"
+	// MessageReleased is the log message of a job of a workflow whose parents have all
+	// completed: it is waiting from then on (SetDependsOn).
+	MessageReleased = "Job released: every parent completed"
 )
 
 // LogEntry is one entry of a job's log, stored in the document's "log" array.

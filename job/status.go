@@ -21,10 +21,17 @@ const (
 	Terminated Status = "terminated"
 )
 
-// Valid reports whether s is one of the seven statuses.
+// Blocked is a job of a workflow that waits for its parents (SetDependsOn): no worker, of
+// this library or the Node.js one, claims it, since both claim only waiting and failed
+// jobs. It becomes waiting (a "released" event) once every parent has completed, and is
+// cancelled when one will never complete. This status is this library's; the original
+// has none like it.
+const Blocked Status = "blocked"
+
+// Valid reports whether s is one of the seven statuses of the original, or Blocked.
 func (s Status) Valid() bool {
 	switch s {
-	case Created, Waiting, Active, Completed, Cancelled, Failed, Terminated:
+	case Created, Waiting, Active, Completed, Cancelled, Failed, Terminated, Blocked:
 		return true
 	}
 	return false

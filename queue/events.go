@@ -36,8 +36,11 @@ const (
 	EventFailed     EventType = "failed"
 	EventTerminated EventType = "terminated"
 	EventReanimated EventType = "reanimated"
-	EventLog        EventType = "log"
-	EventUpdated    EventType = "updated"
+	// EventReleased is this library's: a job of a workflow made waiting once every parent
+	// completed (job.SetDependsOn).
+	EventReleased EventType = "released"
+	EventLog      EventType = "log"
+	EventUpdated  EventType = "updated"
 )
 
 // Event is one thing that happened to the queue or to one of its jobs. The fields that do

@@ -23,7 +23,7 @@ type Summary struct {
 	Terminated int `json:"terminated"`
 	// Total counts every job: with exact counts (FinishedAsOf zero), including those with
 	// a status of none of the above (a job "disabled" by setting an unknown status, for
-	// one); otherwise the sum of the six.
+	// one); otherwise the sum of the seven.
 	Total int `json:"total"`
 	// FinishedAsOf is zero when every count is exact. Otherwise Completed, Cancelled and
 	// Terminated come from the Queue Master's tally (see Queue.Summary) and count the jobs
@@ -36,6 +36,9 @@ type Summary struct {
 	// jobs plus that estimate. A Master's first tally counts them in the background.
 	FinishedUnknown  bool `json:"finishedUnknown,omitempty"`
 	FinishedEstimate int  `json:"finishedEstimate,omitempty"`
+	// Blocked counts the jobs of workflows waiting for their parents (job.SetDependsOn),
+	// apart from Waiting.
+	Blocked int `json:"blocked"`
 }
 
 // String formats s as %+v would, leaving out FinishedAsOf when the counts are exact:
@@ -43,6 +46,9 @@ type Summary struct {
 func (s Summary) String() string {
 	out := fmt.Sprintf("{Waiting:%d Active:%d Completed:%d Cancelled:%d Failed:%d Terminated:%d Total:%d",
 		s.Waiting, s.Active, s.Completed, s.Cancelled, s.Failed, s.Terminated, s.Total)
+	if s.Blocked > 0 {
+		out += fmt.Sprintf(" Blocked:%d", s.Blocked)
+	}
 	if !s.FinishedAsOf.IsZero() {
 		out += " FinishedAsOf:" + s.FinishedAsOf.UTC().Format(time.RFC3339)
 	}
@@ -54,7 +60,7 @@ func (s Summary) String() string {
 
 // Summary counts the queue's jobs by status, cheaply at any table size:
 //
-//   - waiting, active and failed jobs are counted exactly, through the status index: they
+//   - waiting, active, failed and blocked jobs are counted exactly, through the status index: they
 //     are bounded by live work;
 //   - finished jobs (completed, cancelled, terminated) are read from the tally that Queue
 //     Masters keep (every queue is one by default; see Options.MasterInterval) in the
@@ -86,7 +92,7 @@ func summaryOf(c rdb.Counts) Summary {
 	n := c.ByStatus
 	s := Summary{
 		Waiting: n[job.Waiting], Active: n[job.Active], Completed: n[job.Completed],
-		Cancelled: n[job.Cancelled], Failed: n[job.Failed], Terminated: n[job.Terminated],
+		Cancelled: n[job.Cancelled], Failed: n[job.Failed], Terminated: n[job.Terminated], Blocked: n[job.Blocked],
 		FinishedAsOf: c.FinishedAsOf, FinishedUnknown: c.FinishedUnknown, FinishedEstimate: c.FinishedEstimate,
 	}
 	for _, k := range n {

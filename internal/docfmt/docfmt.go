@@ -89,3 +89,10 @@ const (
 	Sequence   = "rjqSequence"
 	SequenceAt = "rjqSequenceAt"
 )
+
+// The extra fields of workflows (job.SetDependsOn): a job's parents, an array of ids, and,
+// once they completed, their completion log entries by id, which job.ParentResult reads.
+const (
+	DependsOn     = "rjqDependsOn"
+	ParentResults = "rjqParentResults"
+)

@@ -36,7 +36,14 @@ func (q *Queue) AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error
 	if err := q.ensureSequences(ctx, jobs); err != nil {
 		return nil, err
 	}
-	b := q.newBatch(jobs)
+	plan, err := q.planWorkflows(ctx, jobs)
+	if err != nil {
+		return nil, err
+	}
+	if err := q.ensureWorkflows(ctx, jobs); err != nil {
+		return nil, err
+	}
+	b := q.newBatch(jobs, plan)
 	here := q.claimHere(&b)
 	if len(b.plain) > 0 {
 		ids, docs := b.pick(b.plain)
@@ -57,6 +64,10 @@ func (q *Queue) AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error
 	}
 	out := q.added(jobs, b.saved, there, here != nil)
 	here.start()
+	if err := q.settle(ctx, plan.blocked, nil); err != nil {
+		// Its parents may have finished before it was written: the review settles it.
+		q.log.Warn("releasing the jobs just added whose parents finished meanwhile failed; a Queue Master's review does it", "err", err)
+	}
 	return out, nil
 }
 
@@ -71,7 +82,7 @@ type addBatch struct {
 
 // newBatch makes the documents of jobs as this queue adds them: waiting, in its name,
 // with the log entry "Job added to the queue".
-func (q *Queue) newBatch(jobs []*job.Job) addBatch {
+func (q *Queue) newBatch(jobs []*job.Job, plan addPlan) addBatch {
 	b := addBatch{saved: make([]job.Job, len(jobs)), docs: make([]any, len(jobs)), ids: make([]string, len(jobs))}
 	for i, j := range jobs {
 		if j.UniqueKey() != "" {
@@ -88,6 +99,7 @@ func (q *Queue) newBatch(jobs []*job.Job) addBatch {
 		}
 		if saved.Status == job.Created {
 			saved.Status = job.Waiting
+			plan.apply(&saved)
 		}
 		if saved.Status == job.Waiting {
 			saved.DateEnable = rdb.DebouncedStart(&saved, time.Now())
@@ -128,7 +140,9 @@ func (q *Queue) added(jobs []*job.Job, saved []job.Job, there map[string]*job.Jo
 		s := &saved[i]
 		j.Status, j.Log, j.ProcessCount, j.DateStarted, j.DateEnable = s.Status, s.Log, s.ProcessCount, s.DateStarted, s.DateEnable
 		q.emit(Event{Type: EventAdded, JobID: j.ID})
-		added = append(added, j)
+		if s.Status != job.Blocked {
+			added = append(added, j)
+		}
 	}
 	if p := q.processor(); p != nil && !claimed {
 		for _, j := range added {

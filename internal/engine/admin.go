@@ -34,7 +34,26 @@ func (q *Queue) cancel(ctx context.Context, reason string, ids []string) ([]stri
 	if len(missing) > 0 {
 		return nil, missingError(missing)
 	}
-	return ids, q.cancelled(ctx, ids, counts, reason)
+	if err := q.cancelled(ctx, ids, counts, reason); err != nil {
+		return ids, err
+	}
+	return ids, q.descendantsOf(ctx, ids, job.Cancelled)
+}
+
+// descendantsOf cancels the blocked descendants of jobs ids, which were cancelled
+// (status) or removed (""), on a table with workflows.
+func (q *Queue) descendantsOf(ctx context.Context, ids []string, status job.Status) error {
+	if !q.knowsWorkflows(ctx) {
+		return nil
+	}
+	failed := make(map[string]string, len(ids))
+	for _, id := range ids {
+		failed[id] = failedReason(id, status)
+	}
+	if err := q.parentsFinished(ctx, nil, failed); err != nil {
+		return fmt.Errorf("queue %s: cancel the jobs waiting for them: %w", q.cfg.Name, err)
+	}
+	return nil
 }
 
 // cancelled follows the cancel of jobs: the handlers here of the runs it ended (by their
@@ -90,7 +109,7 @@ func (q *Queue) RemoveJob(ctx context.Context, ids ...string) ([]string, error) 
 	if err := q.delete(ctx, ids); err != nil {
 		return nil, err
 	}
-	return ids, nil
+	return ids, q.descendantsOf(ctx, ids, "")
 }
 
 // delete removes jobs known to be valid ids and raises their removed events.

@@ -47,6 +47,7 @@ const (
 	EventFailed     = "failed"
 	EventTerminated = "terminated"
 	EventReanimated = "reanimated"
+	EventReleased   = "released"
 	EventLog        = "log"
 	EventUpdated    = "updated"
 )

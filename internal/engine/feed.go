@@ -105,6 +105,10 @@ func (q *Queue) onChange(c changefeed.Change) {
 	if d, ok := c.New[docfmt.Deadline]; ok && d != nil {
 		q.deadlineSeen() // perhaps added by another process, which made the index
 	}
+	if _, ok := c.New[docfmt.DependsOn]; ok {
+		q.workflowsSeen() // added by another process, which made the index
+	}
+	q.changeFinished(act, c.Old)
 	switch act.Kind {
 	case changefeed.Ignore:
 	case changefeed.Paused:

@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/rjqgo/rethinkdb-job-queue/changefeed"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
 func TestSlotsMayBeFree(t *testing.T) {
@@ -31,6 +33,39 @@ func TestSlotsMayBeFree(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if got := slotsMayBeFree(changefeed.Change{Old: c.old, New: c.new}); got != c.want {
+				t.Errorf("got %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestFindCycle(t *testing.T) {
+	mk := func(id string, parents ...string) *job.Job {
+		j := job.New(nil, job.Options{})
+		j.ID = id
+		if len(parents) > 0 {
+			j.SetDependsOn(parents...)
+		}
+		return j
+	}
+	cases := []struct {
+		name string
+		jobs []*job.Job
+		want []string
+	}{
+		{"none", []*job.Job{mk("a"), mk("b", "a"), mk("c", "a", "b")}, nil},
+		{"a diamond", []*job.Job{mk("d", "b", "c"), mk("b", "a"), mk("c", "a"), mk("a")}, nil},
+		{"two", []*job.Job{mk("a", "b"), mk("b", "a")}, []string{"a", "b", "a"}},
+		{"three, behind a root", []*job.Job{mk("r"), mk("x", "r", "z"), mk("y", "x"), mk("z", "y")}, []string{"x", "z", "y", "x"}},
+		{"parents outside the call", []*job.Job{mk("a", "elsewhere")}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in := make(map[string]*job.Job)
+			for _, j := range c.jobs {
+				in[j.ID] = j
+			}
+			if got := findCycle(c.jobs, in); !slices.Equal(got, c.want) {
 				t.Errorf("got %v, want %v", got, c.want)
 			}
 		})

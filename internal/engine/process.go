@@ -63,6 +63,7 @@ func (q *Queue) processorConfig(handler processor.Handler) processor.Config {
 		Hooks: processor.Hooks{
 			Emit: func(e processor.Event) {
 				q.emit(Event{Type: string(e.Type), JobID: e.JobID, Err: e.Err, IsRepeating: e.IsRepeating, Reason: e.Reason})
+				q.runFinished(e)
 			},
 			Claimed:  q.claimedMetric,
 			RunEnded: q.runMetric,

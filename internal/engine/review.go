@@ -54,6 +54,9 @@ func (q *Queue) review(ctx context.Context, remove bool) (ReviewResult, error) {
 		q.emit(Event{Type: EventError, Err: err})
 		return ReviewResult{}, err
 	}
+	if err := q.settleBlocked(ctx); err != nil {
+		q.log.Warn("review: settling the blocked jobs of workflows failed", "err", err)
+	}
 	result := ReviewResult{Reviewed: res.Reviewed, Removed: res.Removed, Local: true}
 	q.log.Debug("reviewed", "orphans", res.Reviewed, "removed", res.Removed)
 	q.emit(Event{Type: EventReviewed, Review: &result})
@@ -114,6 +117,9 @@ func (q *Queue) ExpireDue(ctx context.Context) error {
 		}
 		q.expiredMetric(len(ids))
 		if err := q.cancelled(ctx, ids, nil, job.MessageDeadlinePassed); err != nil {
+			return err
+		}
+		if err := q.descendantsOf(ctx, ids, job.Cancelled); err != nil {
 			return err
 		}
 		if len(ids) < expireBatch {

@@ -188,9 +188,10 @@ func (t *Table) Counts(ctx context.Context, exactBelow int) (Counts, error) {
 	return Counts{ByStatus: live, FinishedAsOf: tally.AsOf}, nil
 }
 
-// LiveCounts counts the waiting, active and failed jobs, through the status index.
+// LiveCounts counts the waiting, active, failed and blocked jobs, through the status
+// index.
 func (t *Table) LiveCounts(ctx context.Context) (map[job.Status]int, error) {
-	statuses := []job.Status{job.Waiting, job.Active, job.Failed}
+	statuses := []job.Status{job.Waiting, job.Active, job.Failed, job.Blocked}
 	terms := make(map[string]any, len(statuses))
 	for _, s := range statuses {
 		terms[string(s)] = t.Term().GetAllByIndex(IndexStatus, string(s)).Count()
