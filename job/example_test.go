@@ -82,6 +82,23 @@ func ExampleJob_SetDeadline() {
 	// true
 }
 
+// A report is split, its parts rendered side by side, and joined once every part is
+// rendered: the join depends on the renders, which depend on the split. Queue.AddJob
+// takes them all in one call, in any order, and adds the renders and the join blocked.
+func ExampleJob_SetDependsOn() {
+	split := job.New("report", job.Options{Name: "split"})
+	a := job.New("part 1", job.Options{Name: "render"}).SetDependsOn(split.ID)
+	b := job.New("part 2", job.Options{Name: "render"}).SetDependsOn(split.ID)
+	join := job.New("report", job.Options{Name: "join"}).SetDependsOn(a.ID, b.ID)
+	fmt.Println(len(join.DependsOn()), join.DependsOn()[0] == a.ID, join.Validate())
+
+	self := job.New(nil, job.Options{})
+	fmt.Println(errors.Is(self.SetDependsOn(self.ID).Err(), job.ErrInvalidDependsOn))
+	// Output:
+	// 2 true <nil>
+	// true
+}
+
 // The edits of one document are applied one at a time, in the order they were added,
 // whichever workers run them; the edits of other documents run beside them.
 func ExampleJob_SetSequence() {

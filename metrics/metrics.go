@@ -240,7 +240,7 @@ func (c *Collector) WriteTo(ctx context.Context, w io.Writer) {
 			status job.Status
 			n      int
 		}{{job.Waiting, s.Waiting}, {job.Active, s.Active}, {job.Completed, s.Completed},
-			{job.Cancelled, s.Cancelled}, {job.Failed, s.Failed}, {job.Terminated, s.Terminated}} {
+			{job.Cancelled, s.Cancelled}, {job.Failed, s.Failed}, {job.Terminated, s.Terminated}, {job.Blocked, s.Blocked}} {
 			if s.FinishedUnknown && kv.status.Finished() {
 				continue // not counted yet: no series rather than a wrong 0
 			}

@@ -128,9 +128,21 @@ func (d *dashboard) job(w http.ResponseWriter, req *http.Request) {
 		httpError(w, err)
 		return
 	}
-	// The stored document, with the priority by name, the log by run and the result, as
-	// rjq show --json prints it.
-	writeJSON(w, listing.Shown(jobs[0]))
+	// The stored document, with the priority by name, the log by run, the result, and the
+	// parents and children of a job of a workflow, as rjq show --json prints it.
+	shown := listing.Shown(jobs[0])
+	parents, children, err := listing.Workflow(req.Context(), d.q, jobs[0])
+	if err != nil {
+		httpError(w, err)
+		return
+	}
+	if parents != nil {
+		shown["parents"] = parents
+	}
+	if children != nil {
+		shown["children"] = children
+	}
+	writeJSON(w, shown)
 }
 
 func (d *dashboard) act(w http.ResponseWriter, req *http.Request) {
@@ -370,7 +382,7 @@ func (d *dashboard) metrics(w http.ResponseWriter, req *http.Request) {
 	for _, kv := range []struct {
 		status string
 		n      int
-	}{{"waiting", s.Waiting}, {"active", s.Active}, {"completed", s.Completed}, {"cancelled", s.Cancelled}, {"failed", s.Failed}, {"terminated", s.Terminated}} {
+	}{{"waiting", s.Waiting}, {"active", s.Active}, {"completed", s.Completed}, {"cancelled", s.Cancelled}, {"failed", s.Failed}, {"terminated", s.Terminated}, {"blocked", s.Blocked}} {
 		if s.FinishedUnknown && job.Status(kv.status).Finished() {
 			continue // not counted yet: no series rather than a wrong 0
 		}

@@ -60,11 +60,26 @@ func cmdSummary(ctx context.Context, c config, args []string, out io.Writer) err
 		if err := w.Flush(); err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(out, "finished jobs not counted yet (about %d): a Queue Master's first tally counts them in the background\n", s.FinishedEstimate)
-		return err
+		if _, err = fmt.Fprintf(out, "finished jobs not counted yet (about %d): a Queue Master's first tally counts them in the background\n", s.FinishedEstimate); err != nil {
+			return err
+		}
+		return printBlocked(out, s.Blocked)
 	}
 	fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", c.queue, s.Waiting, s.Active, s.Completed, s.Cancelled, s.Failed, s.Terminated, s.Total)
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return printBlocked(out, s.Blocked)
+}
+
+// printBlocked says how many jobs of workflows wait for their parents, when any do: they
+// are in Total, in none of the columns.
+func printBlocked(out io.Writer, n int) error {
+	if n == 0 {
+		return nil
+	}
+	_, err := fmt.Fprintf(out, "blocked (jobs of workflows waiting for their parents): %d\n", n)
+	return err
 }
 
 func cmdList(ctx context.Context, c config, args []string, out io.Writer) error {

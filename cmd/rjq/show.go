@@ -27,10 +27,22 @@ func cmdShow(ctx context.Context, c config, args []string, out io.Writer) error 
 	if err != nil {
 		return notFound(err)
 	}
+	kin := make([][2][]listing.Related, len(jobs))
+	for i, j := range jobs {
+		if kin[i][0], kin[i][1], err = listing.Workflow(ctx, q, j); err != nil {
+			return err
+		}
+	}
 	if c.json {
 		all := make([]map[string]any, len(jobs))
 		for i, j := range jobs {
 			all[i] = listing.Shown(j)
+			if kin[i][0] != nil {
+				all[i]["parents"] = kin[i][0]
+			}
+			if kin[i][1] != nil {
+				all[i]["children"] = kin[i][1]
+			}
 		}
 		return json.NewEncoder(out).Encode(all)
 	}
@@ -38,7 +50,7 @@ func cmdShow(ctx context.Context, c config, args []string, out io.Writer) error 
 		if i > 0 {
 			fmt.Fprintln(out)
 		}
-		if err := printJob(out, j); err != nil {
+		if err := printJob(out, j, kin[i][0], kin[i][1]); err != nil {
 			return err
 		}
 	}
@@ -47,7 +59,7 @@ func cmdShow(ctx context.Context, c config, args []string, out io.Writer) error 
 
 // printJob writes one job: its fields, then its log, the entries of each run under a
 // heading that says who ran it, when, for how long, how it ended and why.
-func printJob(out io.Writer, j *job.Job) error {
+func printJob(out io.Writer, j *job.Job, parents, children []listing.Related) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "id\t%s\nname\t%s\nstatus\t%s\npriority\t%s\nprogress\t%.0f%%\nretries\t%d of %d\nruns\t%d\ncreated\t%s\nenabled\t%s\n",
 		j.ID, j.Name, j.Status, j.Priority, j.Progress, j.RetryCount, j.RetryMax, j.ProcessCount,
@@ -69,6 +81,12 @@ func printJob(out io.Writer, j *job.Job) error {
 	}
 	if q := j.Sequence(); q != "" {
 		fmt.Fprintf(w, "sequence\t%s\n", q)
+	}
+	for i, p := range parents {
+		fmt.Fprintf(w, "%s\t%s\n", plural(i, "parents"), related(p))
+	}
+	for i, c := range children {
+		fmt.Fprintf(w, "%s\t%s\n", plural(i, "children"), related(c))
 	}
 	fmt.Fprintf(w, "queue\t%s\n", j.QueueID)
 	data, _ := json.Marshal(j.Data)
@@ -168,4 +186,20 @@ func uniqueNote(j *job.Job) string {
 		return ""
 	}
 	return " (" + strings.Join(parts, "; ") + ")"
+}
+
+// plural is the heading of the first line of a list, and nothing on the lines after it.
+func plural(i int, heading string) string {
+	if i == 0 {
+		return heading
+	}
+	return ""
+}
+
+// related is a parent or child on one line: id, name and status.
+func related(r listing.Related) string {
+	if r.Name == "" || r.Name == r.ID {
+		return fmt.Sprintf("%s  %s", r.ID, r.Status)
+	}
+	return fmt.Sprintf("%s  %s  %s", r.ID, r.Name, r.Status)
 }

@@ -452,3 +452,20 @@ func (q *Queue) changeFinished(act changefeed.Action, old map[string]any) {
 		}
 	}
 }
+
+// Children is queue.Queue.Children, whose doc says what it does.
+func (q *Queue) Children(ctx context.Context, id string) ([]*job.Job, error) {
+	ids, end, err := q.beginWithIDs(ctx, []string{id})
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	jobs, err := q.db.Children(ctx, q.store(), ids[0], MaxChildren)
+	if err != nil {
+		return nil, fmt.Errorf("queue %s: read the children of job %s: %w", q.cfg.Name, id, err)
+	}
+	return jobs, nil
+}
+
+// MaxChildren is the most children Children returns.
+const MaxChildren = 1000

@@ -113,15 +113,14 @@ func (t *Table) BlockedJobs(ctx context.Context, n int) ([]Blocked, error) {
 	return blockedRows(rows), nil
 }
 
-// Children returns every job, of any status, that has id among its parents: its id,
-// status and name, for showing a workflow.
-func (t *Table) Children(ctx context.Context, id string, n int) ([]map[string]any, error) {
-	term := t.Term().GetAllByIndex(IndexDependsOn, id).Limit(n).Pluck(docfmt.ID, docfmt.Status, docfmt.Name)
-	var rows []map[string]any
-	if err := t.ReadAll(ctx, term, &rows); err != nil {
-		return nil, fmt.Errorf("queue %s: read the children of job %s: %w", t.Name, id, err)
+// Children reads up to n jobs, of any status, that have id among their parents, oldest
+// first. A table without IndexDependsOn has none.
+func (t *Table) Children(ctx context.Context, s Store, id string, n int) ([]*job.Job, error) {
+	has, err := t.HasIndex(ctx, IndexDependsOn)
+	if err != nil || !has {
+		return nil, err
 	}
-	return rows, nil
+	return t.ReadJobs(ctx, s, t.Term().GetAllByIndex(IndexDependsOn, id).Limit(n).OrderBy("dateCreated"))
 }
 
 // Release makes the blocked jobs ids waiting, at now, each carrying the completion
