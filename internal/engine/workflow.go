@@ -164,8 +164,8 @@ func (plan addPlan) apply(saved *job.Job) {
 }
 
 // ensureWorkflows creates the table's index of workflows the first time this queue adds a
-// job with parents. Without it no parent's outcome finds its children, so a failure fails
-// the add: nothing is written.
+// job with parents, and waits until it is built. Without it no parent's outcome finds its
+// children, so a failure fails the add: nothing is written.
 func (q *Queue) ensureWorkflows(ctx context.Context, jobs []*job.Job) error {
 	if q.dependsIndex.Load() || !slices.ContainsFunc(jobs, func(j *job.Job) bool { return len(j.DependsOn()) > 0 }) {
 		return nil

@@ -18,10 +18,18 @@ import (
 // released or cancelled once, whoever sees its parents finish. IndexDependsOn finds a
 // job's children.
 
-// EnsureDependsOnIndex creates IndexDependsOn unless the table has it, and does not wait
-// for it to be built.
+// EnsureDependsOnIndex creates IndexDependsOn unless the table has it, and waits until it
+// is built (on a table of a million jobs, about as long as building any index): every
+// outcome of a parent reads it, so no job with parents may be added before.
 func (t *Table) EnsureDependsOnIndex(ctx context.Context) error {
-	return t.ensureIndex(ctx, IndexDependsOn)
+	if err := t.ensureIndex(ctx, IndexDependsOn); err != nil {
+		return err
+	}
+	var status []any
+	if err := t.ReadAll(ctx, t.Term().IndexWait(IndexDependsOn), &status); err != nil {
+		return fmt.Errorf("queue %s: wait for the index %s: %w", t.Name, IndexDependsOn, err)
+	}
+	return nil
 }
 
 // Parent is a parent job as a child's release reads it: its status, and the completion
@@ -137,19 +145,21 @@ func (t *Table) Release(ctx context.Context, ids []string, parents map[string]Pa
 		}
 	}
 	term := r.Do(r.Expr(entries), func(done r.Term) any {
-		return t.Term().GetAll(Anys(ids)...).Update(func(row r.Term) any {
+		// A replace, not an update: the parents' results replace whatever the field held
+		// (an update merges objects).
+		return t.Term().GetAll(Anys(ids)...).Replace(func(row r.Term) any {
 			entry, trunc := t.rowLog(row, now, job.MessageReleased, job.Waiting, true)
 			results := row.Field(docfmt.DependsOn).Default([]any{}).Filter(func(p r.Term) r.Term {
 				return p.TypeOf().Eq("STRING").And(done.HasFields(p))
 			}).Map(func(p r.Term) any { return []any{p, done.Field(p)} }).CoerceTo("object")
-			return r.Branch(row.Field(docfmt.Status).Default(nil).Eq(string(job.Blocked)), map[string]any{
+			return r.Branch(row.Field(docfmt.Status).Default(nil).Eq(string(job.Blocked)), row.Without(docfmt.ParentResults).Merge(map[string]any{
 				docfmt.Status:        string(job.Waiting),
 				docfmt.DateEnable:    now,
-				docfmt.ParentResults: r.Literal(results),
+				docfmt.ParentResults: results,
 				docfmt.Log:           t.AppendLog(row.Field(docfmt.Log), entry, trunc),
 				docfmt.QueueID:       t.QueueID,
-			}, nil)
-		}, r.UpdateOpts{ReturnChanges: true}).Do(changedIDs)
+			}), row)
+		}, r.ReplaceOpts{ReturnChanges: true}).Do(changedIDs)
 	})
 	return t.writeIDs(ctx, term, "release blocked jobs")
 }

@@ -1,0 +1,87 @@
+package rdb_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// A blocked child is found from its parents, released once with its parents' completion
+// entries, or cancelled once with its reason; a job no longer blocked is left alone.
+func TestReleaseAndCancelBlockedJobsOnce(t *testing.T) {
+	db, s := testserver.DB(t), testserver.Session(t)
+	ctx := context.Background()
+	require.NoError(t, dbinit.Assert(ctx, dbinit.Target{Session: s, DB: db, Table: "jobs"}))
+	tbl := &rdb.Table{Session: s, DB: db, Name: "jobs", QueueID: "worker:w", LimitJobLogs: 100}
+	require.NoError(t, tbl.EnsureDependsOnIndex(ctx))
+	insert := func(status job.Status, parents ...string) string {
+		j := job.New(nil, job.DefaultOptions())
+		if len(parents) > 0 {
+			j.SetDependsOn(parents...)
+		}
+		j.Status = status
+		doc := j.Document()
+		if status == job.Completed {
+			e := job.LogEntry{Date: time.Now(), QueueID: "q", Message: job.MessageCompleted, Data: "r-" + j.ID[:4], Type: job.Information, Status: job.Completed}
+			doc["log"] = []any{e.Document()}
+		}
+		_, err := r.DB(db).Table("jobs").Insert(doc).RunWrite(s)
+		require.NoError(t, err)
+		return j.ID
+	}
+	p1, p2 := insert(job.Completed), insert(job.Completed)
+	child := insert(job.Blocked, p1, p2)
+	other := insert(job.Blocked, p2)
+	notBlocked := insert(job.Waiting, p1)
+
+	kids, err := tbl.BlockedChildren(ctx, []string{p1, p2})
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []rdb.Blocked{{ID: child, Parents: []string{p1, p2}}, {ID: other, Parents: []string{p2}}}, kids)
+
+	parents, err := tbl.ReadParents(ctx, []string{p1, p2, "gone"})
+	require.NoError(t, err)
+	require.Len(t, parents, 2)
+	assert.Equal(t, job.Completed, parents[p1].Status)
+	assert.Equal(t, "r-"+p1[:4], parents[p1].Completion["data"])
+
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	ids, err := tbl.Release(ctx, []string{child, notBlocked}, parents, now)
+	require.NoError(t, err)
+	assert.Equal(t, []string{child}, ids)
+	again, err := tbl.Release(ctx, []string{child}, parents, now)
+	require.NoError(t, err)
+	assert.Empty(t, again, "once")
+	doc := rawDoc(t, db, s, child)
+	assert.Equal(t, "waiting", doc["status"])
+	results, _ := doc[docfmt.ParentResults].(map[string]any)
+	assert.Len(t, results, 2)
+
+	got, err := tbl.CancelBlocked(ctx, map[string]string{other: "parent x was terminated", child: "no"}, now)
+	require.NoError(t, err)
+	assert.Equal(t, []string{other}, got)
+	doc = rawDoc(t, db, s, other)
+	assert.Equal(t, "cancelled", doc["status"])
+	log, _ := doc["log"].([]any)
+	last, _ := log[len(log)-1].(map[string]any)
+	assert.Equal(t, "parent x was terminated", last["message"])
+}
+
+func rawDoc(t *testing.T, db string, s *r.Session, id string) map[string]any {
+	t.Helper()
+	cur, err := r.DB(db).Table("jobs").Get(id).Run(s)
+	require.NoError(t, err)
+	defer cur.Close()
+	var doc map[string]any
+	require.NoError(t, cur.One(&doc))
+	return doc
+}
