@@ -214,6 +214,24 @@ func TestNodeMeetsTheFeaturesBeyondTheOriginal(t *testing.T) {
 		assert.Equal(t, job.Completed, get(t, done).Status)
 	})
 
+	t.Run("workflow: a Node.js worker never claims a blocked child, and runs it once released", func(t *testing.T) {
+		reset(t)
+		events := q.Events(ctx, queue.EventReleased)
+		parent := q.CreateJob("p").SetPriority(job.Low)
+		// Of higher priority and added first: a worker that claimed blocked jobs would take it.
+		child := q.CreateJob("c").SetPriority(job.Highest).SetDependsOn(parent.ID)
+		_, err := q.AddJob(ctx, child, parent)
+		require.NoError(t, err)
+		assert.Equal(t, "completed "+parent.ID, node.Run(t, "process"), "the parent, not the blocked child")
+		waitForEvent(t, events, queue.EventReleased, child.ID) // by this Go Master, from its changefeed
+		assert.Equal(t, "completed "+child.ID, node.Run(t, "process"))
+		done := get(t, child.ID)
+		var result string
+		require.NoError(t, done.ParentResult(parent.ID, &result))
+		assert.Equal(t, `node did "p"`, result)
+		assert.Equal(t, []string{parent.ID}, done.DependsOn(), "the Node.js worker's writes keep rjqDependsOn")
+	})
+
 	t.Run("rate limit: a Node.js worker knows none, and is not broken by the table", func(t *testing.T) {
 		reset(t)
 		require.NoError(t, q.SetLimit(ctx, "mail", queue.Limit{Starts: 1, Per: time.Hour}))
