@@ -85,7 +85,7 @@ func (j *Job) ParentResult(id string, v any) error {
 	results, _ := j.Fields[docfmt.ParentResults].(map[string]any)
 	entry, _ := results[id].(map[string]any)
 	parent := &Job{ID: id, store: j.store}
-	if entry != nil {
+	if len(entry) > 0 {
 		e, err := LogEntryFromDocument(entry)
 		if err != nil {
 			return fmt.Errorf("job %s: result of parent %s: %w", j.ID, id, err)

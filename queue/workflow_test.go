@@ -302,3 +302,45 @@ func TestWorkflowBadInputWritesNothing(t *testing.T) {
 	require.ErrorIs(t, err, job.ErrInvalidDependsOn)
 	assert.True(t, strings.Contains(err.Error(), "added already"), err.Error())
 }
+
+// A handler that adds a child of its own job (the next step of a chain it decides on)
+// has it released the moment it completes, with no Queue Master.
+func TestAChildAddedByItsParentsHandlerRunsWhenItCompletes(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &queue.Options{MasterInterval: -1, Concurrency: 2})
+	ctx := testContext(t)
+	next := make(chan *job.Job, 1)
+	require.NoError(t, f.q.Process(func(ctx context.Context, j *job.Job) (any, error) {
+		var step string
+		if err := j.DataAs(&step); err != nil {
+			return nil, err
+		}
+		if step == "first" {
+			added, err := f.q.AddJob(ctx, f.q.CreateJob("second").SetDependsOn(j.ID))
+			if err != nil {
+				return nil, err
+			}
+			next <- added[0]
+			return "from first", nil
+		}
+		var got string
+		if err := j.ParentResult(j.DependsOn()[0], &got); err != nil {
+			return nil, err
+		}
+		return got + ", then second", nil
+	}))
+	events := f.q.Events(ctx, queue.EventCompleted)
+	first := f.q.CreateJob("first")
+	_, err := f.q.AddJob(ctx, first)
+	require.NoError(t, err)
+	var second *job.Job
+	select {
+	case second = <-next:
+	case <-ctx.Done():
+		t.Fatal("the first job did not run")
+	}
+	waitForAll(t, events, queue.EventCompleted, first, second)
+	var v string
+	require.NoError(t, f.get(t, second.ID).Result(&v))
+	assert.Equal(t, "from first, then second", v)
+}

@@ -64,6 +64,7 @@ type flags struct {
 	node, floor, childCount                   bool
 	childMode, childDB, childPart, cpuProfile string
 	childC                                    int
+	workflow                                  bool
 }
 
 func parseFlags() flags {
@@ -94,6 +95,7 @@ func parseFlags() flags {
 	flag.StringVar(&f.childPart, "child-part", "", "internal: the floor worker's part of the jobs, index/of")
 	flag.BoolVar(&countWanted, "count", true, "count the queries per job of processing, in a run of its own through a counting proxy (the timed runs go without it)")
 	flag.BoolVar(&kindsWanted, "kinds", false, "print how many jobs each read, claim and outcome write took (on stderr)")
+	flag.BoolVar(&f.workflow, "workflow", false, "measure workflows: a chain's hops beside add → start, a fan-out's releases beside AddJob, a fan-in's start, a tree's order")
 	flag.StringVar(&f.cpuProfile, "cpuprofile", "", "write this process's CPU profile to the file")
 	flag.Parse()
 	return f
@@ -170,6 +172,9 @@ func (b bench) run(f flags) {
 	}
 	if f.bulkN > 0 {
 		bulkRows(b.ctx, b.addr, f.bulkN)
+	}
+	if f.workflow {
+		b.workflowRows()
 	}
 }
 

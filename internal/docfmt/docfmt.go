@@ -95,4 +95,7 @@ const (
 const (
 	DependsOn     = "rjqDependsOn"
 	ParentResults = "rjqParentResults"
+	// Children is the extra field of a parent: the ids of the jobs added with it among
+	// their parents, so that the worker that completes it finds them without a query.
+	Children = "rjqChildren"
 )

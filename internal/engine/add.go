@@ -43,6 +43,9 @@ func (q *Queue) AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error
 	if err := q.ensureWorkflows(ctx, jobs); err != nil {
 		return nil, err
 	}
+	if err := q.recordChildren(ctx, plan); err != nil {
+		return nil, err
+	}
 	b := q.newBatch(jobs, plan)
 	here := q.claimHere(&b)
 	if len(b.plain) > 0 {

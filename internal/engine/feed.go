@@ -108,7 +108,7 @@ func (q *Queue) onChange(c changefeed.Change) {
 	if _, ok := c.New[docfmt.DependsOn]; ok {
 		q.workflowsSeen() // added by another process, which made the index
 	}
-	q.changeFinished(act, c.Old)
+	q.changeFinished(act, c)
 	switch act.Kind {
 	case changefeed.Ignore:
 	case changefeed.Paused:

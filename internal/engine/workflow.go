@@ -36,6 +36,9 @@ type addPlan struct {
 	status  map[string]job.Status
 	results map[string]map[string]any
 	blocked []rdb.Blocked
+	// children are the children of the parents in the call, and outside those of the
+	// parents in the table (docfmt.Children).
+	children, outside map[string][]string
 }
 
 // planWorkflows checks the parents of the jobs of an AddJob call: each is in the call or
@@ -82,10 +85,18 @@ func (q *Queue) planWorkflows(ctx context.Context, jobs []*job.Job) (addPlan, er
 	}
 	plan.status = make(map[string]job.Status)
 	plan.results = make(map[string]map[string]any)
+	plan.children, plan.outside = make(map[string][]string), make(map[string][]string)
 	for _, j := range jobs {
 		ps := j.DependsOn()
 		if len(ps) == 0 {
 			continue
+		}
+		for _, p := range ps {
+			if _, ok := inCall[p]; ok {
+				plan.children[p] = append(plan.children[p], j.ID)
+			} else {
+				plan.outside[p] = append(plan.outside[p], j.ID)
+			}
 		}
 		done := make(map[string]any, len(ps))
 		for _, p := range ps {
@@ -149,19 +160,56 @@ func findCycle(jobs []*job.Job, inCall map[string]*job.Job) []string {
 	return nil
 }
 
-// applyPlan sets a job's status and parent results as plan says, on saved (a copy of
-// the job given, whose Fields it must not share).
+// apply sets a job's status, parent results and children as plan says, on saved (a copy
+// of the job given, whose Fields it must not share).
 func (plan addPlan) apply(saved *job.Job) {
-	st, ok := plan.status[saved.ID]
-	if !ok {
+	if st, ok := plan.status[saved.ID]; ok {
+		saved.Status = st
+	}
+	res, kids := plan.results[saved.ID], plan.children[saved.ID]
+	if len(res) == 0 && len(kids) == 0 {
 		return
 	}
-	saved.Status = st
-	if res := plan.results[saved.ID]; len(res) > 0 {
-		saved.Fields = maps.Clone(saved.Fields)
+	saved.Fields = maps.Clone(saved.Fields)
+	if saved.Fields == nil {
+		saved.Fields = make(map[string]any)
+	}
+	if len(res) > 0 {
 		saved.Fields[docfmt.ParentResults] = res
 	}
+	if len(kids) > 0 {
+		list := make([]any, len(kids))
+		for i, id := range kids {
+			list[i] = id
+		}
+		saved.Fields[docfmt.Children] = list
+	}
 }
+
+// recordChildren adds the children of the call to its parents in the table, before they
+// are written, and keeps them here too, for a parent running here now, whose claimed copy
+// does not list them.
+func (q *Queue) recordChildren(ctx context.Context, plan addPlan) error {
+	if len(plan.outside) == 0 {
+		return nil
+	}
+	if err := q.db.AddChildren(ctx, plan.outside); err != nil {
+		return err
+	}
+	q.flow.mu.Lock()
+	defer q.flow.mu.Unlock()
+	if q.flow.late == nil || len(q.flow.late) > maxLate {
+		q.flow.late = make(map[string][]string)
+	}
+	for p, kids := range plan.outside {
+		q.flow.late[p] = append(q.flow.late[p], kids...)
+	}
+	return nil
+}
+
+// maxLate bounds the children this queue keeps for parents in the table: beyond it, the
+// children of a parent that completes here are released by a Queue Master.
+const maxLate = 10000
 
 // ensureWorkflows creates the table's index of workflows the first time this queue adds a
 // job with parents, and waits until it is built. Without it no parent's outcome finds its
@@ -200,10 +248,11 @@ func (q *Queue) knowsWorkflows(ctx context.Context) bool {
 	return false
 }
 
-// settle releases the blocked jobs whose parents have all completed (done: parents known
-// to have completed, which the table may no longer hold), and cancels, with their
-// descendants, those with a parent that will never complete.
-func (q *Queue) settle(ctx context.Context, blocked []rdb.Blocked, done map[string]bool) error {
+// settle releases the blocked jobs whose parents have all completed, and cancels, with
+// their descendants, those with a parent that will never complete; known are parents
+// known to have completed, which the table may no longer hold (removed at once). It
+// reads every parent of each job.
+func (q *Queue) settle(ctx context.Context, blocked []rdb.Blocked, known []string) error {
 	if len(blocked) == 0 {
 		return nil
 	}
@@ -222,44 +271,81 @@ func (q *Queue) settle(ctx context.Context, blocked []rdb.Blocked, done map[stri
 	var release []string
 	cancel := make(map[string]string)
 	for _, b := range blocked {
-		ready, why := true, ""
+		why := ""
 		for _, p := range b.Parents {
 			st, ok := parents[p]
 			switch {
-			case ok && st.Status == job.Completed:
-			case done[p]:
-			case !ok:
-				why = fmt.Sprintf("parent %s was removed before it completed", p)
+			case !ok && !slices.Contains(known, p):
+				why = failedReason(p, "")
 			case st.Status == job.Cancelled || st.Status == job.Terminated:
-				why = fmt.Sprintf("parent %s was %s", p, st.Status)
-			default:
-				ready = false
+				why = failedReason(p, st.Status)
 			}
 			if why != "" {
 				break
 			}
 		}
-		switch {
-		case why != "":
+		if why != "" {
 			cancel[b.ID] = why
-		case ready && len(b.Parents) > 0:
+		} else {
 			release = append(release, b.ID)
 		}
 	}
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	for chunk := range slices.Chunk(release, flowBatch) {
-		ids, err := q.db.Release(ctx, chunk, parents, now)
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
-			q.emit(Event{Type: EventReleased, JobID: id})
-		}
-		if len(ids) > 0 {
-			q.wakeProcessing()
-		}
+	if _, err := q.release(ctx, release, completions(parents, known)); err != nil {
+		return err
 	}
 	return q.cancelDown(ctx, cancel)
+}
+
+// completions are the completion entries of the parents that completed; ids known to
+// have completed (here) count even when the table no longer holds them.
+func completions(parents map[string]rdb.Parent, known []string) map[string]map[string]any {
+	out := make(map[string]map[string]any, len(parents)+len(known))
+	for _, id := range known {
+		out[id] = map[string]any{}
+	}
+	for id, p := range parents {
+		if p.Status == job.Completed {
+			out[id] = p.Completion
+		}
+	}
+	return out
+}
+
+// release makes those of the blocked jobs ids whose parents are all in done waiting,
+// raises their released events, and returns them (see rdb.Table.Release). Batches of
+// flowBatch are written two at a time.
+func (q *Queue) release(ctx context.Context, ids []string, done map[string]map[string]any) ([]string, error) {
+	if len(ids) == 0 || len(done) == 0 {
+		return nil, nil
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	var (
+		mu   sync.Mutex
+		out  []string
+		errs []error
+		wg   sync.WaitGroup
+	)
+	slots := make(chan struct{}, 2)
+	for chunk := range slices.Chunk(ids, flowBatch) {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			released, err := q.db.Release(ctx, chunk, done, now)
+			mu.Lock()
+			defer mu.Unlock()
+			errs = append(errs, err)
+			out = append(out, released...)
+		}()
+	}
+	wg.Wait()
+	for _, id := range out {
+		q.emit(Event{Type: EventReleased, JobID: id})
+	}
+	if len(out) > 0 {
+		q.wakeProcessing()
+	}
+	return out, errors.Join(errs...)
 }
 
 // flowBatch is how many children one release or cancel writes at most.
@@ -304,19 +390,14 @@ func (q *Queue) cancelDown(ctx context.Context, reasons map[string]string) error
 }
 
 // parentsFinished releases the children of the jobs completed, and cancels the
-// descendants of the jobs failed (id → the reason their children get).
-func (q *Queue) parentsFinished(ctx context.Context, completed []string, failed map[string]string) error {
+// descendants of the jobs failed (id → the reason their children get). A child whose
+// parents are all among those completed here is released with their entries at once
+// (a read of the children and a write); one with other parents is released only when a
+// few reads find none of them waiting (rdb.Table.Pending), reading them all then.
+func (q *Queue) parentsFinished(ctx context.Context, completed map[string]finishedParent, failed map[string]string) error {
 	var errs []error
 	if len(completed) > 0 {
-		children, err := q.db.BlockedChildren(ctx, completed)
-		if err == nil {
-			done := make(map[string]bool, len(completed))
-			for _, id := range completed {
-				done[id] = true
-			}
-			err = q.settle(ctx, children, done)
-		}
-		errs = append(errs, err)
+		errs = append(errs, q.childrenOfCompleted(ctx, completed))
 	}
 	if len(failed) > 0 {
 		children, err := q.db.BlockedChildren(ctx, slices.Collect(maps.Keys(failed)))
@@ -336,6 +417,96 @@ func (q *Queue) parentsFinished(ctx context.Context, completed []string, failed 
 	}
 	return errors.Join(errs...)
 }
+
+// childrenOfCompleted releases the children of the jobs completed: at once those whose
+// parents are all known to have completed, from this batch or earlier ones seen here
+// (flowMover.seen), with the entries known; the others once a few reads of their other
+// parents find none waiting (rdb.Table.Pending), reading all their parents then.
+func (q *Queue) childrenOfCompleted(ctx context.Context, completed map[string]finishedParent) error {
+	var ids []string
+	inIDs := make(map[string]bool)
+	m := &q.flow
+	m.mu.Lock()
+	if m.seen == nil || len(m.seen) > maxSeen {
+		m.seen = make(map[string]map[string]any)
+	}
+	for id, f := range completed {
+		for _, c := range f.children {
+			if !inIDs[c] {
+				inIDs[c] = true
+				ids = append(ids, c)
+			}
+		}
+		if f.entry != nil {
+			m.seen[id] = f.entry
+		}
+	}
+	batch := make(map[string]map[string]any, len(completed))
+	for id, f := range completed {
+		if f.entry != nil {
+			batch[id] = f.entry
+		}
+	}
+	m.mu.Unlock()
+	// First, with no read, the children whose parents all completed in this batch (the
+	// write checks it on each); then the others are read.
+	released, err := q.release(ctx, ids, batch)
+	if err != nil {
+		return err
+	}
+	if len(released) > 0 {
+		done := make(map[string]bool, len(released))
+		for _, id := range released {
+			done[id] = true
+		}
+		ids = slices.DeleteFunc(ids, func(id string) bool { return done[id] })
+	}
+	blocked, err := q.db.ReadBlocked(ctx, ids)
+	if err != nil {
+		return err
+	}
+	entries := make(map[string]map[string]any)
+	var direct []string
+	var check []rdb.Blocked
+	m.mu.Lock()
+	for _, b := range blocked {
+		all := len(b.Parents) > 0
+		for _, p := range b.Parents {
+			if e, ok := m.seen[p]; ok {
+				entries[p] = e
+			} else {
+				all = false
+			}
+		}
+		if all {
+			direct = append(direct, b.ID)
+			continue
+		}
+		// Only the parents not known here to have completed are read.
+		unknown := slices.DeleteFunc(slices.Clone(b.Parents), func(p string) bool { _, ok := m.seen[p]; return ok })
+		check = append(check, rdb.Blocked{ID: b.ID, Parents: unknown})
+	}
+	m.mu.Unlock()
+	if _, err := q.release(ctx, direct, entries); err != nil {
+		return err
+	}
+	pending, err := q.db.Pending(ctx, check)
+	if err != nil {
+		return err
+	}
+	var ready []rdb.Blocked
+	for _, b := range check {
+		if !pending[b.ID] {
+			i := slices.IndexFunc(blocked, func(x rdb.Blocked) bool { return x.ID == b.ID })
+			ready = append(ready, blocked[i]) // with all its parents
+		}
+	}
+	return q.settle(ctx, ready, slices.Collect(maps.Keys(completed)))
+}
+
+// maxSeen bounds the completions a queue keeps for the children still blocked on other
+// parents; beyond it they are read again.
+const maxSeen = 20000
 
 // failedReason is the reason the children of job id get when it ended with status (or
 // was removed, status "").
@@ -368,24 +539,59 @@ const reviewBlocked = 1000
 // background service: the outcome path never waits for it.
 type flowMover struct {
 	mu        sync.Mutex
-	completed []string
+	completed map[string]finishedParent
 	failed    map[string]string
 	running   bool
+	// late are the children this queue added to parents already in the table.
+	late map[string][]string
+	// seen are the completion entries of parents completed here, for children that wait
+	// for others: a join of a thousand parts then reads only the parts not seen here.
+	seen map[string]map[string]any
 }
 
-// noteFinished queues the children of job id, which finished with status, for release
-// (completed) or cancel (cancelled, terminated, or "" for removed).
-func (q *Queue) noteFinished(id string, status job.Status) {
+// finishedParent is a completed job whose children are to be released: their ids, and
+// its completion entry when it is known (completed here).
+type finishedParent struct {
+	children []string
+	entry    map[string]any
+}
+
+// noteCompleted queues the children of job id, which completed with the completion entry
+// entry (nil when not known), for release.
+func (q *Queue) noteCompleted(id string, children []string, entry map[string]any) {
 	m := &q.flow
 	m.mu.Lock()
-	if status == job.Completed {
-		m.completed = append(m.completed, id)
-	} else {
-		if m.failed == nil {
-			m.failed = make(map[string]string)
-		}
-		m.failed[id] = failedReason(id, status)
+	children = append(slices.Clone(children), m.late[id]...)
+	delete(m.late, id)
+	if len(children) == 0 {
+		m.mu.Unlock()
+		return
 	}
+	if m.completed == nil {
+		m.completed = make(map[string]finishedParent)
+	}
+	m.completed[id] = finishedParent{children: children, entry: entry}
+	m.mu.Unlock()
+	q.startMover()
+}
+
+// noteFailed queues the descendants of job id, which finished with status but completed
+// (cancelled, terminated, or "" for removed), for cancel.
+func (q *Queue) noteFailed(id string, status job.Status) {
+	m := &q.flow
+	m.mu.Lock()
+	delete(m.late, id)
+	if m.failed == nil {
+		m.failed = make(map[string]string)
+	}
+	m.failed[id] = failedReason(id, status)
+	m.mu.Unlock()
+	q.startMover()
+}
+
+func (q *Queue) startMover() {
+	m := &q.flow
+	m.mu.Lock()
 	start := !m.running
 	m.running = true
 	m.mu.Unlock()
@@ -413,6 +619,18 @@ func (q *Queue) moveFlows(ctx context.Context) {
 	}
 }
 
+// childrenOf is the children a job lists (docfmt.Children).
+func childrenOf(fields map[string]any) []string {
+	list, _ := fields[docfmt.Children].([]any)
+	out := make([]string, 0, len(list))
+	for _, v := range list {
+		if id, ok := v.(string); ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // runFinished settles the children of a job whose run here finished it.
 func (q *Queue) runFinished(e processor.Event) {
 	if !q.workflows.Load() {
@@ -420,35 +638,35 @@ func (q *Queue) runFinished(e processor.Event) {
 	}
 	switch e.Type {
 	case processor.EventCompleted:
-		if !e.IsRepeating {
-			q.noteFinished(e.JobID, job.Completed)
+		if !e.IsRepeating && e.Job != nil {
+			q.noteCompleted(e.JobID, childrenOf(e.Job.Fields), e.Entry.Document())
 		}
 	case processor.EventTerminated:
-		q.noteFinished(e.JobID, job.Terminated)
+		q.noteFailed(e.JobID, job.Terminated)
 	case processor.EventCancelled:
-		q.noteFinished(e.JobID, job.Cancelled)
+		q.noteFailed(e.JobID, job.Cancelled)
 	}
 }
 
 // changeFinished is what a Queue Master does about a change of its changefeed for
 // workflows: it settles the children of a job that another queue finished (or removed
 // unfinished).
-func (q *Queue) changeFinished(act changefeed.Action, old map[string]any) {
+func (q *Queue) changeFinished(act changefeed.Action, c changefeed.Change) {
 	if !q.cfg.Master() || !q.workflows.Load() {
 		return
 	}
 	switch act.Kind {
 	case changefeed.Completed:
 		if !act.IsRepeating {
-			q.noteFinished(act.JobID, job.Completed)
+			q.noteCompleted(act.JobID, childrenOf(c.New), nil)
 		}
 	case changefeed.Cancelled:
-		q.noteFinished(act.JobID, job.Cancelled)
+		q.noteFailed(act.JobID, job.Cancelled)
 	case changefeed.Terminated:
-		q.noteFinished(act.JobID, job.Terminated)
+		q.noteFailed(act.JobID, job.Terminated)
 	case changefeed.Removed:
-		if s, _ := old[docfmt.Status].(string); !job.Status(s).Finished() {
-			q.noteFinished(act.JobID, "")
+		if s, _ := c.Old[docfmt.Status].(string); !job.Status(s).Finished() {
+			q.noteFailed(act.JobID, "")
 		}
 	}
 }

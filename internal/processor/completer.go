@@ -280,7 +280,7 @@ func (c *completer) written(ctx context.Context, outs []*outcome, done []rdb.Run
 		if p.cfg.Hooks.RunEnded != nil {
 			p.cfg.Hooks.RunEnded(o.rn.claimed, o.write.Status, o.write.DateFinished)
 		}
-		p.emit(Event{Type: o.event, JobID: id, IsRepeating: o.repeating, Err: o.err, Reason: o.reason})
+		p.emit(Event{Type: o.event, JobID: id, IsRepeating: o.repeating, Err: o.err, Reason: o.reason, Job: &o.rn.claimed, Entry: o.write.Entry})
 		if o.terminated != nil {
 			c.terminatedHook(o.terminated, o.err)
 		}

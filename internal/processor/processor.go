@@ -37,6 +37,10 @@ type Event struct {
 	IsRepeating bool
 	// Reason is a cancel's reason, on cancelled events.
 	Reason string
+	// Job is the run's job as it was claimed, and Entry the log entry of its outcome, on
+	// completed, terminated and cancelled events of runs.
+	Job   *job.Job
+	Entry job.LogEntry
 }
 
 // The event types the processor raises.

@@ -96,17 +96,67 @@ func blockedRows(rows []map[string]any) []Blocked {
 	return out
 }
 
-// BlockedChildren returns the blocked jobs that have one of parents among theirs.
+// BlockedChildren returns the blocked jobs that have one of parents among theirs. The
+// index holds a child once per parent, so the ids are read first, each once, and then
+// the parents of each: a child of a thousand parents, met through fifty of them, is sent
+// once.
 func (t *Table) BlockedChildren(ctx context.Context, parents []string) ([]Blocked, error) {
 	if len(parents) == 0 {
 		return nil, nil
 	}
+	var ids []string
 	term := t.Term().GetAllByIndex(IndexDependsOn, Anys(parents)...).
+		Filter(func(doc r.Term) r.Term { return doc.Field(docfmt.Status).Default(nil).Eq(string(job.Blocked)) }).
+		Field(docfmt.ID).Distinct()
+	if err := t.ReadAll(ctx, term, &ids); err != nil {
+		return nil, fmt.Errorf("queue %s: read the blocked children of finished jobs: %w", t.Name, err)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var rows []map[string]any
+	if err := t.ReadAll(ctx, t.Term().GetAll(Anys(ids)...).Pluck(docfmt.ID, docfmt.DependsOn), &rows); err != nil {
+		return nil, fmt.Errorf("queue %s: read the parents of blocked jobs: %w", t.Name, err)
+	}
+	return blockedRows(rows), nil
+}
+
+// AddChildren adds, to each parent of children (parent id → child ids), the ids of its
+// children (docfmt.Children), for the worker that completes it.
+func (t *Table) AddChildren(ctx context.Context, children map[string][]string) error {
+	if len(children) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(children))
+	m := make(map[string]any, len(children))
+	for p, cs := range children {
+		ids = append(ids, p)
+		m[p] = cs
+	}
+	_, err := t.Write(ctx, r.Do(r.Expr(m), func(kids r.Term) any {
+		return t.Term().GetAll(Anys(ids)...).Update(func(row r.Term) any {
+			held := row.Field(docfmt.Children).Default([]any{})
+			held = r.Branch(held.TypeOf().Eq("ARRAY"), held, []any{})
+			return map[string]any{docfmt.Children: held.SetUnion(kids.Field(row.Field(docfmt.ID)))}
+		})
+	}))
+	if err != nil {
+		return fmt.Errorf("queue %s: record the children of parents: %w", t.Name, err)
+	}
+	return nil
+}
+
+// ReadBlocked returns those of the jobs ids that are blocked, with their parents.
+func (t *Table) ReadBlocked(ctx context.Context, ids []string) ([]Blocked, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	term := t.Term().GetAll(Anys(ids)...).
 		Filter(func(doc r.Term) r.Term { return doc.Field(docfmt.Status).Default(nil).Eq(string(job.Blocked)) }).
 		Pluck(docfmt.ID, docfmt.DependsOn)
 	var rows []map[string]any
 	if err := t.ReadAll(ctx, term, &rows); err != nil {
-		return nil, fmt.Errorf("queue %s: read the blocked children of finished jobs: %w", t.Name, err)
+		return nil, fmt.Errorf("queue %s: read the children of finished jobs: %w", t.Name, err)
 	}
 	return blockedRows(rows), nil
 }
@@ -131,37 +181,85 @@ func (t *Table) Children(ctx context.Context, s Store, id string, n int) ([]*job
 	return t.ReadJobs(ctx, s, t.Term().GetAllByIndex(IndexDependsOn, id).Limit(n).OrderBy("dateCreated"))
 }
 
-// Release makes the blocked jobs ids waiting, at now, each carrying the completion
-// entries of its parents (from parents), and returns those it released: a job no longer
-// blocked is left alone.
-func (t *Table) Release(ctx context.Context, ids []string, parents map[string]Parent, now time.Time) ([]string, error) {
-	if len(ids) == 0 {
+// Release makes those of the blocked jobs ids whose parents are all in done (a parent's
+// id → its completion log entry, empty when it has none) waiting, at now, each carrying
+// its parents' entries, and returns the ids it released. A job not blocked, or with a
+// parent not in done, is left alone, unwritten: so a job is released once, whichever
+// queues see its parents complete.
+func (t *Table) Release(ctx context.Context, ids []string, done map[string]map[string]any, now time.Time) ([]string, error) {
+	if len(ids) == 0 || len(done) == 0 {
 		return nil, nil
 	}
-	entries := make(map[string]any, len(parents))
-	for id, p := range parents {
-		if p.Completion != nil {
-			entries[id] = p.Completion
+	entries := make(map[string]any, len(done))
+	for id, e := range done {
+		if e == nil {
+			e = map[string]any{}
 		}
+		entries[id] = e
 	}
 	term := r.Do(r.Expr(entries), func(done r.Term) any {
 		// A replace, not an update: the parents' results replace whatever the field held
 		// (an update merges objects).
 		return t.Term().GetAll(Anys(ids)...).Replace(func(row r.Term) any {
+			parents := row.Field(docfmt.DependsOn).Default([]any{})
+			parents = r.Branch(parents.TypeOf().Eq("ARRAY"), parents, []any{})
+			all := parents.Count().Gt(0).And(parents.Filter(func(p r.Term) r.Term {
+				return p.TypeOf().Ne("STRING").Or(done.HasFields(p).Not())
+			}).IsEmpty())
+			results := parents.Map(func(p r.Term) any { return []any{p, done.Field(p)} }).CoerceTo("object")
 			entry, trunc := t.rowLog(row, now, job.MessageReleased, job.Waiting, true)
-			results := row.Field(docfmt.DependsOn).Default([]any{}).Filter(func(p r.Term) r.Term {
-				return p.TypeOf().Eq("STRING").And(done.HasFields(p))
-			}).Map(func(p r.Term) any { return []any{p, done.Field(p)} }).CoerceTo("object")
-			return r.Branch(row.Field(docfmt.Status).Default(nil).Eq(string(job.Blocked)), row.Without(docfmt.ParentResults).Merge(map[string]any{
-				docfmt.Status:        string(job.Waiting),
-				docfmt.DateEnable:    now,
-				docfmt.ParentResults: results,
-				docfmt.Log:           t.AppendLog(row.Field(docfmt.Log), entry, trunc),
-				docfmt.QueueID:       t.QueueID,
-			}), row)
-		}, r.ReplaceOpts{ReturnChanges: true}).Do(changedIDs)
+			return r.Branch(row.Field(docfmt.Status).Default(nil).Eq(string(job.Blocked)).And(all),
+				row.Without(docfmt.ParentResults).Merge(map[string]any{
+					docfmt.Status:        string(job.Waiting),
+					docfmt.DateEnable:    now,
+					docfmt.ParentResults: results,
+					docfmt.Log:           t.AppendLog(row.Field(docfmt.Log), entry, trunc),
+					docfmt.QueueID:       t.QueueID,
+				}), row)
+		}, r.ReplaceOpts{ReturnChanges: true}).Do(releasedIDs)
 	})
 	return t.writeIDs(ctx, term, "release blocked jobs")
+}
+
+// Pending reports, for each of the blocked jobs, whether one of its parents in the table
+// has not completed, reading its parents only until it meets such a one: on a job with a
+// thousand parents, each completion but the last reads a few. (A parent no longer in
+// the table does not count: settling reads them all.)
+func (t *Table) Pending(ctx context.Context, blocked []Blocked) (map[string]bool, error) {
+	out := make(map[string]bool, len(blocked))
+	if len(blocked) == 0 {
+		return out, nil
+	}
+	terms := make(map[string]any, len(blocked))
+	for _, b := range blocked {
+		if len(b.Parents) == 0 {
+			out[b.ID] = true
+			continue
+		}
+		terms[b.ID] = t.Term().GetAll(Anys(b.Parents)...).Filter(func(p r.Term) r.Term {
+			return p.Field(docfmt.Status).Default(nil).Ne(string(job.Completed))
+		}).Limit(1).IsEmpty().Not()
+	}
+	if len(terms) == 0 {
+		return out, nil
+	}
+	var got map[string]bool
+	if err := t.ReadOne(ctx, r.Expr(terms), &got); err != nil {
+		return nil, fmt.Errorf("queue %s: read whether blocked jobs wait for more parents: %w", t.Name, err)
+	}
+	for id, waiting := range got {
+		out[id] = waiting
+	}
+	return out, nil
+}
+
+// releasedIDs is a release's write result reduced, on the server, to the ids of the jobs
+// it made waiting and its errors.
+func releasedIDs(res r.Term) any {
+	return changesWhere(res, func(c r.Term) r.Term {
+		return c.Field("new_val").Default(nil).Field(docfmt.Status).Default(nil).Eq(string(job.Waiting)).
+			And(c.Field("old_val").Default(nil).Field(docfmt.Status).Default(nil).Eq(string(job.Blocked)))
+	})
 }
 
 // CancelBlocked cancels the blocked jobs of reasons (id → the reason, its log message) at
@@ -192,10 +290,15 @@ func (t *Table) CancelBlocked(ctx context.Context, reasons map[string]string, no
 // changedIDs is a write result reduced, on the server, to the ids of the documents it
 // changed and its errors, so that the documents do not come back.
 func changedIDs(res r.Term) any {
+	return changesWhere(res, func(c r.Term) r.Term { return c.Field("new_val").Default(nil).Ne(nil) })
+}
+
+// changesWhere is a write result reduced to the ids of the changes keep keeps, and its
+// errors.
+func changesWhere(res r.Term, keep func(c r.Term) r.Term) any {
 	return map[string]any{
-		"ids": res.Field("changes").Default([]any{}).Filter(func(c r.Term) r.Term {
-			return c.Field("new_val").Default(nil).Ne(nil)
-		}).Map(func(c r.Term) any { return c.Field("new_val").Field(docfmt.ID) }),
+		"ids": res.Field("changes").Default([]any{}).Filter(keep).
+			Map(func(c r.Term) any { return c.Field("new_val").Field(docfmt.ID) }),
 		"errors":      res.Field("errors"),
 		"first_error": res.Field("first_error").Default(""),
 	}

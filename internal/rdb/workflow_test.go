@@ -48,6 +48,19 @@ func TestReleaseAndCancelBlockedJobsOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []rdb.Blocked{{ID: child, Parents: []string{p1, p2}}, {ID: other, Parents: []string{p2}}}, kids)
 
+	read, err := tbl.ReadBlocked(ctx, []string{child, notBlocked, "gone"})
+	require.NoError(t, err)
+	assert.Equal(t, []rdb.Blocked{{ID: child, Parents: []string{p1, p2}}}, read)
+	require.NoError(t, tbl.AddChildren(ctx, map[string][]string{p1: {child, notBlocked}}))
+	require.NoError(t, tbl.AddChildren(ctx, map[string][]string{p1: {child}, p2: {child}}))
+	assert.ElementsMatch(t, []any{child, notBlocked}, rawDoc(t, db, s, p1)[docfmt.Children], "each once")
+
+	waiting := insert(job.Waiting)
+	late := insert(job.Blocked, p1, waiting, p2)
+	pending, err := tbl.Pending(ctx, []rdb.Blocked{{ID: child, Parents: []string{p1, p2}}, {ID: late, Parents: []string{p1, waiting, p2}}})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]bool{child: false, late: true}, pending)
+
 	parents, err := tbl.ReadParents(ctx, []string{p1, p2, "gone"})
 	require.NoError(t, err)
 	require.Len(t, parents, 2)
@@ -55,16 +68,24 @@ func TestReleaseAndCancelBlockedJobsOnce(t *testing.T) {
 	assert.Equal(t, "r-"+p1[:4], parents[p1].Completion["data"])
 
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	ids, err := tbl.Release(ctx, []string{child, notBlocked}, parents, now)
+	entry := func(id string) map[string]any { return parents[id].Completion }
+	ids, err := tbl.Release(ctx, []string{child, notBlocked}, map[string]map[string]any{p1: entry(p1)}, now)
+	require.NoError(t, err)
+	assert.Empty(t, ids, "one parent of two")
+	assert.Equal(t, "blocked", rawDoc(t, db, s, child)["status"])
+	ids, err = tbl.Release(ctx, []string{child, notBlocked}, map[string]map[string]any{p1: entry(p1), p2: entry(p2)}, now)
 	require.NoError(t, err)
 	assert.Equal(t, []string{child}, ids)
-	again, err := tbl.Release(ctx, []string{child}, parents, now)
+	again, err := tbl.Release(ctx, []string{child}, map[string]map[string]any{p1: entry(p1), p2: entry(p2)}, now)
 	require.NoError(t, err)
 	assert.Empty(t, again, "once")
 	doc := rawDoc(t, db, s, child)
 	assert.Equal(t, "waiting", doc["status"])
 	results, _ := doc[docfmt.ParentResults].(map[string]any)
 	assert.Len(t, results, 2)
+	assert.Equal(t, "waiting", rawDoc(t, db, s, notBlocked)["status"], "not blocked: left alone")
+	_, recorded := rawDoc(t, db, s, notBlocked)[docfmt.ParentResults]
+	assert.False(t, recorded)
 
 	got, err := tbl.CancelBlocked(ctx, map[string]string{other: "parent x was terminated", child: "no"}, now)
 	require.NoError(t, err)

@@ -1,0 +1,335 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+	"github.com/rjqgo/rethinkdb-job-queue/queue"
+)
+
+// workflowRows measures workflows (job.SetDependsOn), each figure beside the queue's own
+// in the same run:
+//   - a chain of 200 jobs at concurrency 1: each hop, from a parent's completion (its
+//     dateFinished) to its child's start (its handler), beside add → start on an idle
+//     queue;
+//   - one parent with 10,000 children: the children released a second after the parent
+//     completed (their dateEnable is their release), beside one AddJob of 10,000 jobs;
+//   - one child of 1,000 parents, 10 times: from the last parent's completion to the
+//     child's start;
+//   - a 5-level tree of 1,000 jobs over 4 queues (worker processes' queues) at
+//     concurrency 10: no job starts before its parents completed, each runs once.
+func (b bench) workflowRows() {
+	lat, err := measureLatency(b.ctx, b.addr, 200)
+	if err != nil {
+		log.Fatalf("latency: %v", err)
+	}
+	hops, err := measureChain(b.ctx, b.addr, 200)
+	if err != nil {
+		log.Fatalf("chain: %v", err)
+	}
+	for _, p := range []float64{50, 99} {
+		fmt.Printf("| workflow: chain of 200 at C=1, hop (parent completed → child started) p%.0f | %s | | add → start on an idle queue p%.0f: %s | %s | | | | | |\n",
+			p, ms(pct(hops, p)), p, ms(pct(lat, p)), ratio(float64(pct(hops, p)), float64(pct(lat, p))))
+	}
+	add := b.best(func() (result, error) { return measureAdd(b.ctx, b.addr, 10000, b.cpu) })
+	rel, err := measureFanOut(b.ctx, b.addr, 10000)
+	if err != nil {
+		log.Fatalf("fan-out: %v", err)
+	}
+	fmt.Printf("| workflow: 1 parent, 10,000 children released, jobs/s | %.0f | | AddJob of 10,000: %.0f | %s | | | | | |\n",
+		rel, add.jobsPerSec, ratio(rel, add.jobsPerSec))
+	var fanIn []time.Duration
+	for range 10 {
+		d, err := measureFanIn(b.ctx, b.addr, 1000)
+		if err != nil {
+			log.Fatalf("fan-in: %v", err)
+		}
+		fanIn = append(fanIn, d)
+	}
+	fmt.Printf("| workflow: 1 child of 1,000 parents, last parent completed → child started, p50 of 10 (max) | %s (%s) | | | | | | | | |\n",
+		ms(pct(fanIn, 50)), ms(slices.Max(fanIn)))
+	early, runs, err := measureTree(b.ctx, b.addr, 1000, 5, 4)
+	if err != nil {
+		log.Fatalf("tree: %v", err)
+	}
+	fmt.Printf("| workflow: 5-level tree of 1,000 jobs over 4 queues at C=10: jobs started before a parent completed, jobs not run exactly once | %d, %d | | | | | | | | |\n", early, runs)
+}
+
+// stamps records, inside handlers, when each job started, by id.
+type stamps struct {
+	mu      sync.Mutex
+	started map[string]time.Time
+	runs    map[string]int
+	done    chan string
+}
+
+func newStamps(n int) *stamps {
+	return &stamps{started: make(map[string]time.Time, n), runs: make(map[string]int, n), done: make(chan string, n)}
+}
+
+func (s *stamps) process(q *queue.Queue) error {
+	return q.Process(func(_ context.Context, j *job.Job) (any, error) {
+		s.mu.Lock()
+		s.started[j.ID] = time.Now()
+		s.runs[j.ID]++
+		s.mu.Unlock()
+		return "r", nil
+	})
+}
+
+// waitCompleted waits for the completed events of ids.
+func waitCompleted(ctx context.Context, events <-chan queue.Event, ids []string, within time.Duration) error {
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	deadline := time.After(within)
+	for len(want) > 0 {
+		select {
+		case e := <-events:
+			if e.Type == queue.EventCompleted {
+				delete(want, e.JobID)
+			}
+		case <-deadline:
+			return fmt.Errorf("%d jobs did not complete within %s", len(want), within)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// finished reads the jobs ids and returns each one's dateFinished and dateEnable.
+func finished(ctx context.Context, q *queue.Queue, ids []string) (map[string]*job.Job, error) {
+	out := make(map[string]*job.Job, len(ids))
+	for chunk := range slices.Chunk(ids, 1000) {
+		jobs, err := q.GetJob(ctx, chunk...)
+		if err != nil {
+			return nil, err
+		}
+		for _, j := range jobs {
+			out[j.ID] = j
+		}
+	}
+	return out, nil
+}
+
+func measureChain(ctx context.Context, addr string, n int) ([]time.Duration, error) {
+	_, db, drop, err := scratch(addr)
+	if err != nil {
+		return nil, err
+	}
+	defer drop()
+	q, err := newQueue(ctx, addr, db, queue.Options{Concurrency: 1})
+	if err != nil {
+		return nil, err
+	}
+	defer q.Stop(context.Background())
+	jobs := make([]*job.Job, n)
+	ids := make([]string, n)
+	for i := range jobs {
+		jobs[i] = q.CreateJob(i)
+		if i > 0 {
+			jobs[i].SetDependsOn(jobs[i-1].ID)
+		}
+		ids[i] = jobs[i].ID
+	}
+	events := q.Events(ctx, queue.EventCompleted)
+	if _, err := q.AddJob(ctx, jobs...); err != nil {
+		return nil, err
+	}
+	st := newStamps(n)
+	if err := st.process(q); err != nil {
+		return nil, err
+	}
+	if err := waitCompleted(ctx, events, ids, 5*time.Minute); err != nil {
+		return nil, err
+	}
+	docs, err := finished(ctx, q, ids)
+	if err != nil {
+		return nil, err
+	}
+	hops := make([]time.Duration, 0, n-1)
+	for i := 1; i < n; i++ {
+		hops = append(hops, st.started[ids[i]].Sub(docs[ids[i-1]].DateFinished))
+	}
+	return hops, nil
+}
+
+func measureFanOut(ctx context.Context, addr string, n int) (float64, error) {
+	_, db, drop, err := scratch(addr)
+	if err != nil {
+		return 0, err
+	}
+	defer drop()
+	q, err := newQueue(ctx, addr, db, queue.Options{Concurrency: 1})
+	if err != nil {
+		return 0, err
+	}
+	defer q.Stop(context.Background())
+	parent := q.CreateJob("parent")
+	jobs := []*job.Job{parent}
+	for i := range n {
+		jobs = append(jobs, q.CreateJob(i).SetDependsOn(parent.ID))
+	}
+	for chunk := range slices.Chunk(jobs, 1000) {
+		if _, err := q.AddJob(ctx, chunk...); err != nil {
+			return 0, err
+		}
+	}
+	events := q.Events(ctx, queue.EventReleased)
+	// The parent runs; the first child released then holds the queue's one slot until
+	// the end, so that the releases are timed alone, as AddJob is.
+	if err := q.Process(func(ctx context.Context, j *job.Job) (any, error) {
+		if j.ID != parent.ID {
+			<-ctx.Done()
+		}
+		return nil, nil
+	}); err != nil {
+		return 0, err
+	}
+	released := 0
+	var last time.Time
+	deadline := time.After(5 * time.Minute)
+	for released < n {
+		select {
+		case e := <-events:
+			if e.Type == queue.EventReleased {
+				released++
+				last = time.Now()
+			}
+		case <-deadline:
+			return 0, fmt.Errorf("%d of %d children released in 5 minutes", released, n)
+		}
+	}
+	docs, err := finished(ctx, q, []string{parent.ID})
+	if err != nil {
+		return 0, err
+	}
+	// From the parent's completion (its dateFinished) to the last released event.
+	took := last.Sub(docs[parent.ID].DateFinished)
+	return float64(n) / took.Seconds(), nil
+}
+
+func measureFanIn(ctx context.Context, addr string, n int) (time.Duration, error) {
+	_, db, drop, err := scratch(addr)
+	if err != nil {
+		return 0, err
+	}
+	defer drop()
+	q, err := newQueue(ctx, addr, db, queue.Options{Concurrency: 50})
+	if err != nil {
+		return 0, err
+	}
+	defer q.Stop(context.Background())
+	var parents []*job.Job
+	var ids []string
+	for i := range n {
+		p := q.CreateJob(i)
+		parents = append(parents, p)
+		ids = append(ids, p.ID)
+	}
+	child := q.CreateJob("child").SetDependsOn(ids...)
+	if _, err := q.AddJob(ctx, append(parents, child)...); err != nil {
+		return 0, err
+	}
+	events := q.Events(ctx, queue.EventCompleted)
+	st := newStamps(n + 1)
+	if err := st.process(q); err != nil {
+		return 0, err
+	}
+	if err := waitCompleted(ctx, events, append(ids, child.ID), 5*time.Minute); err != nil {
+		return 0, err
+	}
+
+	docs, err := finished(ctx, q, ids)
+	if err != nil {
+		return 0, err
+	}
+	var last time.Time
+	for _, d := range docs {
+		if d.DateFinished.After(last) {
+			last = d.DateFinished
+		}
+	}
+	return st.started[child.ID].Sub(last), nil
+}
+
+// measureTree runs a tree of n jobs, levels deep, each job of a level a child of one of
+// the level above, over procs queues at concurrency 10, and returns the jobs that
+// started before a parent completed and the jobs that did not run exactly once.
+func measureTree(ctx context.Context, addr string, n, levels, procs int) (early, notOnce int, err error) {
+	_, db, drop, err := scratch(addr)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer drop()
+	st := newStamps(n)
+	var qs []*queue.Queue
+	for range procs {
+		q, err := newQueue(ctx, addr, db, queue.Options{Concurrency: 10})
+		if err != nil {
+			return 0, 0, err
+		}
+		defer q.Stop(context.Background())
+		qs = append(qs, q)
+	}
+	q := qs[0]
+	var jobs []*job.Job
+	var byLevel [][]*job.Job
+	per := n / levels
+	for l := range levels {
+		var level []*job.Job
+		for i := range per {
+			j := q.CreateJob(fmt.Sprintf("%d/%d", l, i))
+			if l > 0 {
+				above := byLevel[l-1]
+				j.SetDependsOn(above[i%len(above)].ID, above[(i*7+3)%len(above)].ID)
+			}
+			level = append(level, j)
+		}
+		byLevel = append(byLevel, level)
+		jobs = append(jobs, level...)
+	}
+	ids := make([]string, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	events := q.Events(ctx, queue.EventCompleted)
+	for _, w := range qs {
+		if err := st.process(w); err != nil {
+			return 0, 0, err
+		}
+	}
+	// The leaves first: the order within the call does not matter.
+	slices.Reverse(jobs)
+	if _, err := q.AddJob(ctx, jobs...); err != nil {
+		return 0, 0, err
+	}
+	if err := waitCompleted(ctx, events, ids, 5*time.Minute); err != nil {
+		return 0, 0, err
+	}
+	docs, err := finished(ctx, q, ids)
+	if err != nil {
+		return 0, 0, err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, j := range jobs {
+		if st.runs[j.ID] != 1 || docs[j.ID].ProcessCount != 1 {
+			notOnce++
+		}
+		for _, p := range j.DependsOn() {
+			if st.started[j.ID].Before(docs[p].DateFinished) {
+				early++
+				break
+			}
+		}
+	}
+	return early, notOnce, nil
+}
