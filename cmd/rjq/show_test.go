@@ -99,4 +99,17 @@ func TestShowFlowFields(t *testing.T) {
 	assert.Regexp(t, `deadline\s+`+listing.Time(deadline), res.stdout)
 	assert.Regexp(t, `group\s+customer-7\n`, res.stdout)
 	assert.Regexp(t, `sequence\s+doc-42\n`, res.stdout)
+
+	// A workflow: the child lists its parent, the parent its child, each with its status.
+	parent := q.CreateJob("p").SetDateEnable(time.Now().Add(time.Hour))
+	child := q.CreateJob("c").SetDependsOn(parent.ID)
+	_, err = q.AddJob(ctx, parent, child)
+	require.NoError(t, err)
+	res = rjq(t, binary(t), "--addr", addr, "--db", db, "show", child.ID, parent.ID)
+	require.Equal(t, 0, res.code, res.stderr)
+	assert.Regexp(t, `parents\s+`+parent.ID+`\s+waiting\n`, res.stdout)
+	assert.Regexp(t, `children\s+`+child.ID+`\s+blocked\n`, res.stdout)
+	res = rjq(t, binary(t), "--addr", addr, "--db", db, "summary")
+	require.Equal(t, 0, res.code, res.stderr)
+	assert.Contains(t, res.stdout, "blocked (jobs of workflows waiting for their parents): 1\n")
 }
