@@ -37,8 +37,9 @@ type Summary struct {
 	FinishedUnknown  bool `json:"finishedUnknown,omitempty"`
 	FinishedEstimate int  `json:"finishedEstimate,omitempty"`
 	// Blocked counts the jobs of workflows waiting for their parents (job.SetDependsOn),
-	// apart from Waiting.
-	Blocked int `json:"blocked"`
+	// apart from Waiting; left out of the JSON form when 0, as a queue without workflows
+	// has none.
+	Blocked int `json:"blocked,omitempty"`
 }
 
 // String formats s as %+v would, leaving out FinishedAsOf when the counts are exact:
