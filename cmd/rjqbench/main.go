@@ -65,6 +65,7 @@ type flags struct {
 	childMode, childDB, childPart, cpuProfile string
 	childC                                    int
 	workflow                                  bool
+	sequences                                 int
 }
 
 func parseFlags() flags {
@@ -95,6 +96,7 @@ func parseFlags() flags {
 	flag.StringVar(&f.childPart, "child-part", "", "internal: the floor worker's part of the jobs, index/of")
 	flag.BoolVar(&countWanted, "count", true, "count the queries per job of processing, in a run of its own through a counting proxy (the timed runs go without it)")
 	flag.BoolVar(&kindsWanted, "kinds", false, "print how many jobs each read, claim and outcome write took (on stderr)")
+	flag.IntVar(&f.sequences, "sequences", 0, "also measure each -concurrency level with its jobs spread over this many sequences (0: none)")
 	flag.BoolVar(&f.workflow, "workflow", false, "measure workflows: a chain's hops beside add → start, a fan-out's releases beside AddJob, a fan-in's start, a tree's order")
 	flag.StringVar(&f.cpuProfile, "cpuprofile", "", "write this process's CPU profile to the file")
 	flag.Parse()
@@ -144,6 +146,9 @@ func (b bench) run(f flags) {
 	}
 	if f.groups != "" {
 		b.groupRows(f.groups, byLevel, f.levels)
+	}
+	if f.sequences > 0 {
+		b.sequenceRows(f.sequences, byLevel, f.levels)
 	}
 	for _, p := range splitInts("procs", f.procs) {
 		b.procsRows(p, f.procsN, byLevel[50*p])
@@ -402,6 +407,9 @@ func processRun(ctx context.Context, addr string, concurrency, n int, cpu cpuMet
 		if g.groups > 0 {
 			jobs[i].SetGroup(strconv.Itoa(i % g.groups))
 		}
+		if g.sequences > 0 {
+			jobs[i].SetSequence(strconv.Itoa(i % g.sequences))
+		}
 	}
 	if g.groups > 0 {
 		if err := q.SetGroupLimit(ctx, "", g.limit); err != nil {
@@ -603,11 +611,26 @@ func splitInts(name, list string) []int {
 }
 
 // grouping spreads a processing run's jobs over groups, each with a running limit
-// (Queue.SetGroupLimit's default); zero groups: none.
-type grouping struct{ groups, limit int }
+// (Queue.SetGroupLimit's default), or over sequences (job.SetSequence); zero: none.
+type grouping struct{ groups, limit, sequences int }
 
 // groupRows measures processing at each level with the jobs spread over groups, beside
 // the same level without groups (from byLevel, measured in this run).
+// sequenceRows measures processing at each level with the jobs spread over keys
+// sequences, beside the same level without (from byLevel, measured in this run).
+func (b bench) sequenceRows(keys int, byLevel map[int]levelResult, levels string) {
+	g := grouping{sequences: keys}
+	for _, lv := range strings.Split(levels, ",") {
+		c, n := parsePair(lv)
+		res := b.best(func() (result, error) { return measureProcess(b.ctx, b.addr, c, n, b.cpu, g) })
+		fmt.Printf("| process, concurrency %d (N=%d), %d sequences of %d jobs, jobs/s | %.0f | %.2f | | | | | %s | | |\n",
+			c, n, keys, n/keys, res.jobsPerSec, res.queriesPerJob, perJob(res.cpu, res.jobs))
+		if plain := byLevel[c].lib; plain.jobsPerSec > 0 {
+			fmt.Printf("| … ÷ the same without sequences | %s | | | | | | | | |\n", ratio(res.jobsPerSec, plain.jobsPerSec))
+		}
+	}
+}
+
 func (b bench) groupRows(spec string, byLevel map[int]levelResult, levels string) {
 	g := grouping{}
 	g.groups, g.limit = parsePair(spec)

@@ -252,7 +252,7 @@ func (s *fakeStore) TakeSlots(context.Context, []rdb.SlotTake) (rdb.Slots, error
 	return nil, errors.New("fakeStore: no running slots")
 }
 
-func (s *fakeStore) SequenceHeads(context.Context, []string) (map[string]string, error) {
+func (s *fakeStore) SequenceHeads(context.Context, []string) (map[string]rdb.Candidate, error) {
 	return nil, errors.New("fakeStore: no sequences")
 }
 

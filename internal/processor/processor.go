@@ -76,7 +76,7 @@ type Store interface {
 	TakeSlots(ctx context.Context, takes []rdb.SlotTake) (rdb.Slots, error)
 	ReleaseSlots(ctx context.Context, runs map[string][]rdb.Holder) error
 	Stale(ctx context.Context, slots rdb.Slots, now time.Time) (map[string][]string, error)
-	SequenceHeads(ctx context.Context, keys []string) (map[string]string, error)
+	SequenceHeads(ctx context.Context, keys []string) (map[string]rdb.Candidate, error)
 	EnsureSequenceIndex(ctx context.Context) error
 }
 

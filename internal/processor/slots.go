@@ -69,6 +69,12 @@ func (p *producer) firstOfSequences(ctx context.Context, jobs []*job.Job, now ti
 		p.p.cfg.Log.Warn("reading the first job of each sequence failed; the jobs of sequences wait", "err", err)
 	}
 	kept := make([]*job.Job, 0, len(jobs))
+	taken := make(map[string]bool) // keys whose first job this claim takes
+	inClaim := make(map[string]bool, len(jobs))
+	for _, j := range jobs {
+		inClaim[j.ID] = true
+	}
+	skipped := p.skipList(now)
 	l := &p.lim
 	l.mu.Lock() // over fullUntil, which slotsFreed reads
 	defer l.mu.Unlock()
@@ -81,15 +87,45 @@ func (p *producer) firstOfSequences(ctx context.Context, jobs []*job.Job, now ti
 			kept = append(kept, j)
 			continue
 		}
-		// A job that is not in the index (its place missing: written by hand) has no turn
-		// to wait for; it still runs only while it holds its sequence's slot.
-		if head, ok := heads[s]; err == nil && (!ok || head == j.ID) {
+		head, ok := heads[s]
+		switch {
+		case err == nil && !ok:
+			// A job that is not in the index (its place missing: written by hand) has no
+			// turn to wait for; it still runs only while it holds its sequence's slot.
 			kept = append(kept, j)
+			continue
+		case ok && head.Job != nil && head.Job.ID == j.ID && !taken[s]:
+			taken[s] = true
+			kept = append(kept, j)
+			continue
+		case ok && head.Job != nil && !taken[s] && !inClaim[head.Job.ID] && dueNow(head.Job, now) && !skippedID(skipped, head.Job.ID):
+			// Read in claim order, a sequence's later job may come before its first (jobs
+			// of one millisecond are ordered by id): the first, waiting and due, is
+			// claimed in its place.
+			taken[s] = true
+			inClaim[head.Job.ID] = true
+			kept = append(kept, head.Job)
 			continue
 		}
 		l.fullUntil[rdb.SequenceSlot(s)] = now.Add(slotRecheck)
 	}
 	return kept
+}
+
+// skippedID reports whether job id is among the ids a claim leaves out (of any type: a
+// document written by hand may have any id).
+func skippedID(skipped []any, id string) bool {
+	for _, v := range skipped {
+		if s, ok := v.(string); ok && s == id {
+			return true
+		}
+	}
+	return false
+}
+
+// dueNow reports whether j is waiting or failed and due at now.
+func dueNow(j *job.Job, now time.Time) bool {
+	return (j.Status == job.Waiting || j.Status == job.Failed) && !j.DateEnable.After(now)
 }
 
 // takeSlots takes the running slots of the jobs that need them, and keeps, in order, the

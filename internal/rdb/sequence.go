@@ -29,35 +29,31 @@ func (t *Table) EnsureSequenceIndex(ctx context.Context) error {
 	return t.ensureIndex(ctx, IndexSequence)
 }
 
-// SequenceHeads returns the id of the first unfinished job of each sequence key, in the
-// order they were added; a key without one is left out.
-func (t *Table) SequenceHeads(ctx context.Context, keys []string) (map[string]string, error) {
+// SequenceHeads returns the first unfinished job of each sequence key, in the order they
+// were added, as a candidate (its document read as a claim reads it); a key without one
+// is left out. Each key costs one index range read.
+func (t *Table) SequenceHeads(ctx context.Context, keys []string) (map[string]Candidate, error) {
 	if len(keys) == 0 {
-		return map[string]string{}, nil
+		return map[string]Candidate{}, nil
 	}
-	term := r.Expr(keys).Map(func(k r.Term) any {
-		first := t.Term().Between([]any{k, r.MinVal, r.MinVal}, []any{k, r.MaxVal, r.MaxVal}, r.BetweenOpts{Index: IndexSequence}).
-			OrderBy(r.OrderByOpts{Index: IndexSequence}).Limit(1).Field("id").CoerceTo("array")
-		return []any{k, first}
-	})
-	var pairs [][]any
-	if err := t.ReadAll(ctx, term, &pairs); err != nil {
+	terms := make(map[string]any, len(keys))
+	for _, k := range keys {
+		terms[k] = t.Term().Between([]any{k, r.MinVal, r.MinVal}, []any{k, r.MaxVal, r.MaxVal}, r.BetweenOpts{Index: IndexSequence}).
+			OrderBy(r.OrderByOpts{Index: IndexSequence}).Limit(1).CoerceTo("array")
+	}
+	var got map[string][]map[string]any
+	if err := t.ReadOne(ctx, r.Expr(terms), &got); err != nil {
 		if msg := err.Error(); strings.Contains(msg, "Index `"+IndexSequence+"` was not found") ||
 			strings.Contains(msg, "before its construction was finished") {
 			return nil, fmt.Errorf("queue %s: %w", t.Name, ErrNoSequenceIndex)
 		}
 		return nil, fmt.Errorf("queue %s: read the first job of each sequence: %w", t.Name, err)
 	}
-	out := make(map[string]string, len(pairs))
-	for _, p := range pairs {
-		if len(p) != 2 {
-			continue
-		}
-		k, _ := p[0].(string)
-		ids, _ := p[1].([]any)
-		if len(ids) > 0 {
-			if id, ok := ids[0].(string); ok {
-				out[k] = id
+	out := make(map[string]Candidate, len(got))
+	for k, docs := range got {
+		if len(docs) > 0 {
+			if c := candidatesOf(docs[:1])[0]; c.ID != nil {
+				out[k] = c
 			}
 		}
 	}

@@ -57,12 +57,22 @@ func TestSequenceHeadsAreTheFirstUnfinishedJobs(t *testing.T) {
 
 	heads, err := tbl.SequenceHeads(ctx, []string{"a", "b", "c", "none"})
 	require.NoError(t, err)
-	assert.Equal(t, map[string]string{"a": a2, "b": b2}, heads)
+	assert.Equal(t, map[string]string{"a": a2, "b": b2}, headIDs(heads))
+	require.NotNil(t, heads["a"].Job, "read as a claim reads it")
+	assert.Equal(t, job.Failed, heads["a"].Job.Status)
 
 	_, err = r.DB(db).Table("jobs").Get(a2).Update(map[string]any{"status": "completed", "dateFinished": time.Now()}).RunWrite(s)
 	require.NoError(t, err)
 	heads, err = tbl.SequenceHeads(ctx, []string{"a"})
 	require.NoError(t, err)
-	assert.NotEqual(t, a2, heads["a"], "a finished job gives its turn to the next")
+	assert.NotEqual(t, a2, headIDs(heads)["a"], "a finished job gives its turn to the next")
 	assert.Len(t, heads, 1)
+}
+
+func headIDs(heads map[string]rdb.Candidate) map[string]string {
+	out := make(map[string]string, len(heads))
+	for k, c := range heads {
+		out[k], _ = c.ID.(string)
+	}
+	return out
 }
