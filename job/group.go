@@ -24,7 +24,7 @@ var ErrInvalidGroup = fmt.Errorf("%w group: want a non-empty UTF-8 key of at mos
 // The group is stored in the extra field "rjqGroup". A Node.js worker knows nothing of
 // it: it runs such jobs as any other, outside the limit.
 func (j *Job) SetGroup(key string) *Job {
-	if key == "" || len(key) > MaxGroupLen || !utf8.ValidString(key) {
+	if !validKey(key, MaxGroupLen) {
 		return j.fail(fmt.Errorf("%w (got %q)", ErrInvalidGroup, key))
 	}
 	j.setField(docfmt.Group, key)
@@ -35,4 +35,10 @@ func (j *Job) SetGroup(key string) *Job {
 func (j *Job) Group() string {
 	g, _ := j.Fields[docfmt.Group].(string)
 	return g
+}
+
+// validKey reports whether key is a group's or a sequence's: not empty, at most limit
+// bytes, UTF-8.
+func validKey(key string, limit int) bool {
+	return key != "" && len(key) <= limit && utf8.ValidString(key)
 }

@@ -2,7 +2,6 @@ package job
 
 import (
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
 )
@@ -30,7 +29,7 @@ var ErrInvalidSequence = fmt.Errorf("%w sequence: want a non-empty UTF-8 key of 
 // "rjqSequenceAt". A Node.js worker knows nothing of them: it runs such jobs as any
 // other, out of order and beside the running one.
 func (j *Job) SetSequence(key string) *Job {
-	if key == "" || len(key) > MaxSequenceLen || !utf8.ValidString(key) {
+	if !validKey(key, MaxSequenceLen) {
 		return j.fail(fmt.Errorf("%w (got %q)", ErrInvalidSequence, key))
 	}
 	j.setField(docfmt.Sequence, key)
