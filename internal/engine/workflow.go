@@ -50,9 +50,11 @@ func (q *Queue) planWorkflows(ctx context.Context, jobs []*job.Job) (addPlan, er
 		inCall[j.ID] = j
 	}
 	var outside []string
+	seen := make(map[string]bool)
 	for _, j := range jobs {
 		for _, p := range j.DependsOn() {
-			if _, ok := inCall[p]; !ok && !slices.Contains(outside, p) {
+			if _, ok := inCall[p]; !ok && !seen[p] {
+				seen[p] = true
 				outside = append(outside, p)
 			}
 		}
@@ -257,12 +259,18 @@ func (q *Queue) settle(ctx context.Context, blocked []rdb.Blocked, known []strin
 		return nil
 	}
 	var ids []string
+	seen := make(map[string]bool)
 	for _, b := range blocked {
 		for _, p := range b.Parents {
-			if !slices.Contains(ids, p) {
+			if !seen[p] {
+				seen[p] = true
 				ids = append(ids, p)
 			}
 		}
+	}
+	isKnown := make(map[string]bool, len(known))
+	for _, id := range known {
+		isKnown[id] = true
 	}
 	parents, err := q.db.ReadParents(ctx, ids)
 	if err != nil {
@@ -275,7 +283,7 @@ func (q *Queue) settle(ctx context.Context, blocked []rdb.Blocked, known []strin
 		for _, p := range b.Parents {
 			st, ok := parents[p]
 			switch {
-			case !ok && !slices.Contains(known, p):
+			case !ok && !isKnown[p]:
 				why = failedReason(p, "")
 			case st.Status == job.Cancelled || st.Status == job.Terminated:
 				why = failedReason(p, st.Status)
@@ -376,10 +384,14 @@ func (q *Queue) cancelDown(ctx context.Context, reasons map[string]string) error
 		if err != nil {
 			return err
 		}
+		wasCancelled := make(map[string]bool, len(cancelled))
+		for _, id := range cancelled {
+			wasCancelled[id] = true
+		}
 		reasons = make(map[string]string, len(children))
 		for _, c := range children {
 			for _, p := range c.Parents {
-				if slices.Contains(cancelled, p) {
+				if wasCancelled[p] {
 					reasons[c.ID] = fmt.Sprintf("parent %s was cancelled", p)
 					break
 				}
@@ -494,11 +506,14 @@ func (q *Queue) childrenOfCompleted(ctx context.Context, completed map[string]fi
 	if err != nil {
 		return err
 	}
+	byID := make(map[string]rdb.Blocked, len(blocked))
+	for _, b := range blocked {
+		byID[b.ID] = b
+	}
 	var ready []rdb.Blocked
 	for _, b := range check {
 		if !pending[b.ID] {
-			i := slices.IndexFunc(blocked, func(x rdb.Blocked) bool { return x.ID == b.ID })
-			ready = append(ready, blocked[i]) // with all its parents
+			ready = append(ready, byID[b.ID]) // with all its parents
 		}
 	}
 	return q.settle(ctx, ready, slices.Collect(maps.Keys(completed)))
