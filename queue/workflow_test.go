@@ -344,3 +344,95 @@ func TestAChildAddedByItsParentsHandlerRunsWhenItCompletes(t *testing.T) {
 	require.NoError(t, f.get(t, second.ID).Result(&v))
 	assert.Equal(t, "from first, then second", v)
 }
+
+// A chain on an idle queue: the queue that completes a parent releases its child and
+// claims it in the same write (both log entries carry one date, the release's), so the
+// child starts one write after its parent's outcome; each runs once, in order, with its
+// parent's result. A child of a group, which needs a slot of its own, is released and
+// then claimed as any job (rdb's test tells the two apart).
+func TestAChainOnAnIdleQueueStartsEachChildInItsRelease(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &queue.Options{Concurrency: 1})
+	ctx := testContext(t)
+	l := newFlowLog()
+	var jobs []*job.Job
+	for i := range 5 {
+		j := f.q.CreateJob(fmt.Sprintf("step %d", i))
+		if i > 0 {
+			j.SetDependsOn(jobs[i-1].ID)
+			l.parents[fmt.Sprintf("step %d", i)] = []string{fmt.Sprintf("step %d", i-1)}
+		}
+		jobs = append(jobs, j)
+	}
+	grouped := f.q.CreateJob("grouped").SetDependsOn(jobs[4].ID).SetGroup("g")
+	l.parents["grouped"] = []string{"step 4"}
+	events := f.q.Events(ctx, queue.EventCompleted)
+	_, err := f.q.AddJob(ctx, append(jobs, grouped)...)
+	require.NoError(t, err)
+	require.NoError(t, f.q.Process(l.handler))
+	waitForAll(t, events, queue.EventCompleted, append(jobs, grouped)...)
+
+	l.mu.Lock()
+	assert.Empty(t, l.early)
+	assert.Equal(t, 1, l.runs["step 4"])
+	assert.Equal(t, map[string]string{jobs[3].ID: "result of step 3"}, l.results["step 4"])
+	l.mu.Unlock()
+	released := func(j *job.Job) (rel, active job.LogEntry) {
+		t.Helper()
+		got := f.get(t, j.ID)
+		for i, e := range got.Log {
+			if e.Message == job.MessageReleased {
+				require.Greater(t, len(got.Log), i+1)
+				return e, got.Log[i+1]
+			}
+		}
+		t.Fatalf("job %s has no released entry: %v", j.ID, messages(got.Log))
+		return
+	}
+	for _, j := range jobs[1:] {
+		rel, active := released(j)
+		assert.Equal(t, job.MessageActive, active.Message)
+		assert.True(t, rel.Date.Equal(active.Date), "released and claimed in one write")
+		assert.Equal(t, f.q.ID(), active.QueueID)
+	}
+	_, active := released(grouped)
+	assert.Equal(t, job.MessageActive, active.Message)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	assert.Equal(t, 1, l.runs["grouped"], "a child of a group: released, then claimed with its slot")
+}
+
+// A join of 40 parents processed by two queues: each queue keeps what it learnt of the
+// child (its parents, the parent that held it back) between completions, and the child
+// still runs once, after the last parent, with every parent's result.
+func TestAJoinOverTwoQueuesRunsOnceWithEveryResult(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &queue.Options{Concurrency: 3})
+	ctx := testContext(t)
+	l := newFlowLog()
+	var parents []*job.Job
+	var ids, names []string
+	for i := range 40 {
+		p := f.q.CreateJob(fmt.Sprintf("part %d", i))
+		parents = append(parents, p)
+		ids = append(ids, p.ID)
+		names = append(names, fmt.Sprintf("part %d", i))
+	}
+	join := f.q.CreateJob("join").SetDependsOn(ids...)
+	l.parents["join"] = names
+	events := f.q.Events(ctx, queue.EventCompleted)
+	_, err := f.q.AddJob(ctx, append(parents, join)...)
+	require.NoError(t, err)
+	require.NoError(t, f.q.Process(l.handler))
+	require.NoError(t, newQueue(t, f, &queue.Options{Concurrency: 3, MasterInterval: -1}).Process(l.handler))
+	waitForAll(t, events, queue.EventCompleted, append(parents, join)...)
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	assert.Empty(t, l.early)
+	assert.Equal(t, 1, l.runs["join"])
+	require.Len(t, l.results["join"], 40)
+	for i, id := range ids {
+		assert.Equal(t, fmt.Sprintf("result of part %d", i), l.results["join"][id])
+	}
+}

@@ -252,9 +252,11 @@ func (q *Queue) knowsWorkflows(ctx context.Context) bool {
 
 // settle releases the blocked jobs whose parents have all completed, and cancels, with
 // their descendants, those with a parent that will never complete; known are parents
-// known to have completed, which the table may no longer hold (removed at once). It
-// reads every parent of each job.
-func (q *Queue) settle(ctx context.Context, blocked []rdb.Blocked, known []string) error {
+// known to have completed, with their completion entries, which are not read again;
+// they count as completed even when the table no longer holds them (removed at once),
+// and one known without its entry (nil) is read for it. It reads every other parent of
+// each job.
+func (q *Queue) settle(ctx context.Context, blocked []rdb.Blocked, known map[string]map[string]any) error {
 	if len(blocked) == 0 {
 		return nil
 	}
@@ -262,15 +264,11 @@ func (q *Queue) settle(ctx context.Context, blocked []rdb.Blocked, known []strin
 	seen := make(map[string]bool)
 	for _, b := range blocked {
 		for _, p := range b.Parents {
-			if !seen[p] {
+			if e := known[p]; e == nil && !seen[p] {
 				seen[p] = true
 				ids = append(ids, p)
 			}
 		}
-	}
-	isKnown := make(map[string]bool, len(known))
-	for _, id := range known {
-		isKnown[id] = true
 	}
 	parents, err := q.db.ReadParents(ctx, ids)
 	if err != nil {
@@ -281,9 +279,12 @@ func (q *Queue) settle(ctx context.Context, blocked []rdb.Blocked, known []strin
 	for _, b := range blocked {
 		why := ""
 		for _, p := range b.Parents {
+			if _, ok := known[p]; ok {
+				continue
+			}
 			st, ok := parents[p]
 			switch {
-			case !ok && !isKnown[p]:
+			case !ok:
 				why = failedReason(p, "")
 			case st.Status == job.Cancelled || st.Status == job.Terminated:
 				why = failedReason(p, st.Status)
@@ -304,13 +305,11 @@ func (q *Queue) settle(ctx context.Context, blocked []rdb.Blocked, known []strin
 	return q.cancelDown(ctx, cancel)
 }
 
-// completions are the completion entries of the parents that completed; ids known to
-// have completed (here) count even when the table no longer holds them.
-func completions(parents map[string]rdb.Parent, known []string) map[string]map[string]any {
+// completions are the completion entries of the parents known to have completed and of
+// those read that completed.
+func completions(parents map[string]rdb.Parent, known map[string]map[string]any) map[string]map[string]any {
 	out := make(map[string]map[string]any, len(parents)+len(known))
-	for _, id := range known {
-		out[id] = map[string]any{}
-	}
+	maps.Copy(out, known)
 	for id, p := range parents {
 		if p.Status == job.Completed {
 			out[id] = p.Completion
@@ -321,12 +320,16 @@ func completions(parents map[string]rdb.Parent, known []string) map[string]map[s
 
 // release makes those of the blocked jobs ids whose parents are all in done waiting,
 // raises their released events, and returns them (see rdb.Table.Release). Batches of
-// flowBatch are written two at a time.
+// flowBatch are written two at a time. A queue that processes, idle with a slot free for
+// each child, claims them in the same write and runs them (releaseHere).
 func (q *Queue) release(ctx context.Context, ids []string, done map[string]map[string]any) ([]string, error) {
 	if len(ids) == 0 || len(done) == 0 {
 		return nil, nil
 	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
+	if out, ok, err := q.releaseHere(ctx, ids, done, now); ok {
+		return out, err
+	}
 	var (
 		mu   sync.Mutex
 		out  []string
@@ -347,13 +350,57 @@ func (q *Queue) release(ctx context.Context, ids []string, done map[string]map[s
 		}()
 	}
 	wg.Wait()
-	for _, id := range out {
+	q.released(out, nil)
+	return out, errors.Join(errs...)
+}
+
+// releaseHere is release's write when the queue processes and is idle with a slot free
+// for each child (processor.Reserve, as AddJob's direct path): it releases the children
+// and claims them in one write (rdb.Table.ReleaseClaim), so that a child starts one write
+// after its last parent's outcome, where a release, a claim's read and its write would
+// follow each other. It reports whether it was taken.
+func (q *Queue) releaseHere(ctx context.Context, ids []string, done map[string]map[string]any, now time.Time) ([]string, bool, error) {
+	p := q.processor()
+	n := len(ids)
+	if p == nil || n > maxReleaseHere || !p.Reserve(n) {
+		return nil, false, nil
+	}
+	var hb time.Duration
+	if q.cfg.heartbeats() {
+		hb = processor.HeartbeatLease(q.cfg.Heartbeat)
+	}
+	res, err := q.db.ReleaseClaim(ctx, q.store(), ids, done, now, hb)
+	if err != nil {
+		// The write may have landed: the processor looks for those jobs before its next
+		// claim, as for an insert of claimed jobs whose answer was lost.
+		p.Unreserve(n, ids)
+		return nil, true, err
+	}
+	if res.Unreadable != nil {
+		q.log.Warn("a job released and claimed here cannot be read; it is left active for the review", "err", res.Unreadable)
+	}
+	out := slices.Clone(res.IDs)
+	for _, j := range res.Claimed {
+		out = append(out, j.ID)
+	}
+	q.released(out, res.Claimed)
+	p.Started(n, res.Claimed)
+	return out, true, nil
+}
+
+// maxReleaseHere is the most children releaseHere releases at once: a fan-out bigger
+// than a worker's free slots goes through the release alone.
+const maxReleaseHere = 100
+
+// released raises the released events of the jobs ids and wakes the processor for those
+// that it did not claim itself.
+func (q *Queue) released(ids []string, claimed []*job.Job) {
+	for _, id := range ids {
 		q.emit(Event{Type: EventReleased, JobID: id})
 	}
-	if len(out) > 0 {
+	if len(ids) > len(claimed) {
 		q.wakeProcessing()
 	}
-	return out, errors.Join(errs...)
 }
 
 // flowBatch is how many children one release or cancel writes at most.
@@ -430,17 +477,25 @@ func (q *Queue) parentsFinished(ctx context.Context, completed map[string]finish
 	return errors.Join(errs...)
 }
 
-// childrenOfCompleted releases the children of the jobs completed: at once those whose
-// parents are all known to have completed, from this batch or earlier ones seen here
-// (flowMover.seen), with the entries known; the others once a few reads of their other
-// parents find none waiting (rdb.Table.Pending), reading all their parents then.
+// childrenOfCompleted releases the children of the jobs completed. A child met for the
+// first time is released at once, with no read, when its parents all completed in this
+// batch (the write checks it); otherwise its parents are read once and kept
+// (flowMover.parents). A child whose parents are all known here to have completed
+// (flowMover.seen) is then released with the entries known; for the others, the parent
+// that held a child back last time is looked at first (one small read), and only when
+// it has completed are the parents not known here read, until one has not
+// (rdb.Table.Pending); when none has not, the child is settled, reading only those.
 func (q *Queue) childrenOfCompleted(ctx context.Context, completed map[string]finishedParent) error {
 	var ids []string
 	inIDs := make(map[string]bool)
+	batch := make(map[string]map[string]any, len(completed))
 	m := &q.flow
 	m.mu.Lock()
 	if m.seen == nil || len(m.seen) > maxSeen {
 		m.seen = make(map[string]map[string]any)
+	}
+	if m.parents == nil || m.kept > maxKept {
+		m.parents, m.waitingOn, m.kept = make(map[string][]string), make(map[string]string), 0
 	}
 	for id, f := range completed {
 		for _, c := range f.children {
@@ -451,73 +506,141 @@ func (q *Queue) childrenOfCompleted(ctx context.Context, completed map[string]fi
 		}
 		if f.entry != nil {
 			m.seen[id] = f.entry
-		}
-	}
-	batch := make(map[string]map[string]any, len(completed))
-	for id, f := range completed {
-		if f.entry != nil {
 			batch[id] = f.entry
 		}
 	}
-	m.mu.Unlock()
-	// First, with no read, the children whose parents all completed in this batch (the
-	// write checks it on each); then the others are read.
-	released, err := q.release(ctx, ids, batch)
-	if err != nil {
-		return err
-	}
-	if len(released) > 0 {
-		done := make(map[string]bool, len(released))
-		for _, id := range released {
-			done[id] = true
+	var blocked, fresh []string
+	for _, id := range ids {
+		if _, ok := m.parents[id]; ok {
+			blocked = append(blocked, id)
+		} else {
+			fresh = append(fresh, id)
 		}
-		ids = slices.DeleteFunc(ids, func(id string) bool { return done[id] })
 	}
-	blocked, err := q.db.ReadBlocked(ctx, ids)
+	m.mu.Unlock()
+	// First, with no read, the new children whose parents all completed in this batch;
+	// the others are read once.
+	released, err := q.release(ctx, fresh, batch)
 	if err != nil {
 		return err
 	}
-	entries := make(map[string]map[string]any)
-	var direct []string
-	var check []rdb.Blocked
+	fresh = slices.DeleteFunc(fresh, func(id string) bool { return slices.Contains(released, id) })
+	read, err := q.db.ReadBlocked(ctx, fresh)
+	if err != nil {
+		return err
+	}
 	m.mu.Lock()
-	for _, b := range blocked {
-		all := len(b.Parents) > 0
-		for _, p := range b.Parents {
+	m.keepParents(read)
+	var direct, check []string
+	entries := make(map[string]map[string]any)
+	probe := make(map[string]bool)
+	for _, id := range append(blocked, fresh...) {
+		parents, ok := m.parents[id]
+		if !ok {
+			continue // not blocked when read
+		}
+		all := true
+		for _, p := range parents {
 			if e, ok := m.seen[p]; ok {
 				entries[p] = e
 			} else {
 				all = false
 			}
 		}
-		if all {
-			direct = append(direct, b.ID)
-			continue
+		switch w := m.waitingOn[id]; {
+		case all:
+			direct = append(direct, id)
+		case w != "":
+			if _, ok := m.seen[w]; !ok {
+				probe[w] = true
+			}
+			check = append(check, id)
+		default:
+			check = append(check, id)
 		}
-		// Only the parents not known here to have completed are read.
-		unknown := slices.DeleteFunc(slices.Clone(b.Parents), func(p string) bool { _, ok := m.seen[p]; return ok })
-		check = append(check, rdb.Blocked{ID: b.ID, Parents: unknown})
 	}
 	m.mu.Unlock()
 	if _, err := q.release(ctx, direct, entries); err != nil {
 		return err
 	}
-	pending, err := q.db.Pending(ctx, check)
+	m.forget(direct)
+	done, err := q.db.Completed(ctx, slices.Collect(maps.Keys(probe)))
 	if err != nil {
 		return err
 	}
-	byID := make(map[string]rdb.Blocked, len(blocked))
-	for _, b := range blocked {
-		byID[b.ID] = b
+	var unknown []rdb.Blocked
+	m.mu.Lock()
+	for _, id := range check {
+		if w := m.waitingOn[id]; probe[w] && !done[w] {
+			continue // still held back by the parent that held it last time
+		}
+		var rest []string
+		for _, p := range m.parents[id] {
+			if _, ok := m.seen[p]; !ok {
+				rest = append(rest, p)
+			}
+		}
+		unknown = append(unknown, rdb.Blocked{ID: id, Parents: rest})
+	}
+	m.mu.Unlock()
+	pending, err := q.db.Pending(ctx, unknown)
+	if err != nil {
+		return err
 	}
 	var ready []rdb.Blocked
-	for _, b := range check {
-		if !pending[b.ID] {
-			ready = append(ready, byID[b.ID]) // with all its parents
+	known := make(map[string]map[string]any)
+	m.mu.Lock()
+	for _, b := range unknown {
+		if w := pending[b.ID]; w != "" {
+			m.waitingOn[b.ID] = w
+			continue
+		}
+		parents := m.parents[b.ID]
+		ready = append(ready, rdb.Blocked{ID: b.ID, Parents: parents}) // with all its parents
+		for _, p := range parents {
+			if e, ok := m.seen[p]; ok {
+				known[p] = e
+			}
 		}
 	}
-	return q.settle(ctx, ready, slices.Collect(maps.Keys(completed)))
+	m.mu.Unlock()
+	for id, f := range completed {
+		if _, ok := known[id]; !ok {
+			known[id] = f.entry // completed here or seen complete: counts even if removed
+		}
+	}
+	m.forget(slices.Collect(func(yield func(string) bool) {
+		for _, b := range ready {
+			if !yield(b.ID) {
+				return
+			}
+		}
+	}))
+	return q.settle(ctx, ready, known)
 }
+
+// keepParents keeps the parents of the blocked jobs read, for the next completions of
+// their parents (beyond maxKept parent ids, they are read again). Call with m.mu held.
+func (m *flowMover) keepParents(read []rdb.Blocked) {
+	for _, b := range read {
+		m.parents[b.ID] = b.Parents
+		m.kept += len(b.Parents)
+	}
+}
+
+// forget drops the children released or settled from what keepParents kept.
+func (m *flowMover) forget(ids []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, id := range ids {
+		m.kept -= len(m.parents[id])
+		delete(m.parents, id)
+		delete(m.waitingOn, id)
+	}
+}
+
+// maxKept bounds the parent ids a queue keeps for blocked children.
+const maxKept = 100000
 
 // maxSeen bounds the completions a queue keeps for the children still blocked on other
 // parents; beyond it they are read again.
@@ -562,6 +685,11 @@ type flowMover struct {
 	// seen are the completion entries of parents completed here, for children that wait
 	// for others: a join of a thousand parts then reads only the parts not seen here.
 	seen map[string]map[string]any
+	// parents are the parents of the blocked children met here (kept of them in all),
+	// and waitingOn the parent that held each back when last looked at.
+	parents   map[string][]string
+	waitingOn map[string]string
+	kept      int
 }
 
 // finishedParent is a completed job whose children are to be released: their ids, and
@@ -584,6 +712,15 @@ func (q *Queue) noteCompleted(id string, children []string, entry map[string]any
 	}
 	if m.completed == nil {
 		m.completed = make(map[string]finishedParent)
+	}
+	if entry == nil {
+		// A Master's changefeed also sees the jobs completed here, after their runs'
+		// events and without their entries: the entry known is kept.
+		if f, ok := m.completed[id]; ok {
+			entry = f.entry
+		} else if e, ok := m.seen[id]; ok {
+			entry = e
+		}
 	}
 	m.completed[id] = finishedParent{children: children, entry: entry}
 	m.mu.Unlock()

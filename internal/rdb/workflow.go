@@ -1,8 +1,11 @@
 package rdb
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
@@ -51,7 +54,7 @@ func (t *Table) ReadParents(ctx context.Context, ids []string) (map[string]Paren
 			return e.Field("message").Default(nil).Eq(job.MessageCompleted)
 		}), []any{})
 		return map[string]any{"id": doc.Field(docfmt.ID), "status": doc.Field(docfmt.Status).Default(""),
-			"completion": r.Branch(done.Count().Gt(0), done.Nth(-1), nil)}
+			"completion": r.Branch(done.Count().Gt(0), done.Nth(-1).Pluck(Anys(resultFields)...), nil)}
 	})
 	var rows []struct {
 		ID any `rethinkdb:"id"`
@@ -183,19 +186,51 @@ func (t *Table) Children(ctx context.Context, s Store, id string, n int) ([]*job
 
 // Release makes those of the blocked jobs ids whose parents are all in done (a parent's
 // id → its completion log entry, empty when it has none) waiting, at now, each carrying
-// its parents' entries, and returns the ids it released. A job not blocked, or with a
-// parent not in done, is left alone, unwritten: so a job is released once, whichever
-// queues see its parents complete.
+// what ParentResult reads of its parents' entries, and returns the ids it released. A
+// job not blocked, or with a parent not in done, is left alone, unwritten: so a job is
+// released once, whichever queues see its parents complete.
 func (t *Table) Release(ctx context.Context, ids []string, done map[string]map[string]any, now time.Time) ([]string, error) {
+	res, err := t.release(ctx, nil, ids, done, now, -1)
+	return res.IDs, err
+}
+
+// ReleaseClaim is Release that also claims for this queue, in the same write, the jobs
+// it releases that a claim may take at once: those of no group, sequence or start
+// deadline whose counters, durations and log a claim can compute with (the others are
+// released only, for a claim to read, and report if it must). A job claimed gets the
+// release's log entry and the claim's, as a claim at now would: active in this queue's
+// name, dateStarted now, and a lease that ends as LeaseEnd's with the heartbeat lease hb
+// (0: none).
+func (t *Table) ReleaseClaim(ctx context.Context, s Store, ids []string, done map[string]map[string]any, now time.Time, hb time.Duration) (Released, error) {
+	return t.release(ctx, s, ids, done, now, hb)
+}
+
+// Released is what ReleaseClaim did.
+type Released struct {
+	// Claimed are the jobs it released and claimed, attached to the store.
+	Claimed []*job.Job
+	// IDs are the jobs it released only.
+	IDs []string
+	// Unreadable says why jobs it released and claimed cannot be read: they stay
+	// active, for the Master's review.
+	Unreadable error
+}
+
+// release is Release (hb < 0) and ReleaseClaim.
+func (t *Table) release(ctx context.Context, s Store, ids []string, done map[string]map[string]any, now time.Time, hb time.Duration) (Released, error) {
 	if len(ids) == 0 || len(done) == 0 {
-		return nil, nil
+		return Released{}, nil
 	}
 	entries := make(map[string]any, len(done))
 	for id, e := range done {
-		if e == nil {
-			e = map[string]any{}
-		}
-		entries[id] = e
+		entries[id] = resultOf(e)
+	}
+	claim := hb >= 0
+	// A release that only releases is written with soft durability: one lost in a crash
+	// of the server is made again by a Master's review, from the parents it reads.
+	durability := "soft"
+	if claim {
+		durability = "hard"
 	}
 	term := r.Do(r.Expr(entries), func(done r.Term) any {
 		// A replace, not an update: the parents' results replace whatever the field held
@@ -203,52 +238,234 @@ func (t *Table) Release(ctx context.Context, ids []string, done map[string]map[s
 		return t.Term().GetAll(Anys(ids)...).Replace(func(row r.Term) any {
 			parents := row.Field(docfmt.DependsOn).Default([]any{})
 			parents = r.Branch(parents.TypeOf().Eq("ARRAY"), parents, []any{})
-			all := parents.Count().Gt(0).And(parents.Filter(func(p r.Term) r.Term {
+			// The count first: a child of a thousand parents met through one of them is
+			// not looked through.
+			all := parents.Count().Gt(0).And(parents.Count().Le(len(entries))).And(parents.Filter(func(p r.Term) r.Term {
 				return p.TypeOf().Ne("STRING").Or(done.HasFields(p).Not())
 			}).IsEmpty())
 			results := parents.Map(func(p r.Term) any { return []any{p, done.Field(p)} }).CoerceTo("object")
+			if len(entries) == 1 {
+				// A fan-out: every child released has the one parent, whose result is a
+				// constant of the write.
+				results = r.Expr(entries)
+			}
 			entry, trunc := t.rowLog(row, now, job.MessageReleased, job.Waiting, true)
-			return r.Branch(row.Field(docfmt.Status).Default(nil).Eq(string(job.Blocked)).And(all),
-				row.Without(docfmt.ParentResults).Merge(map[string]any{
+			// The log with the release's entry is bound once: the claim appends to it.
+			released := r.Do(t.AppendLog(row.Field(docfmt.Log), entry, trunc), func(log r.Term) any {
+				set := map[string]any{
 					docfmt.Status:        string(job.Waiting),
 					docfmt.DateEnable:    now,
 					docfmt.ParentResults: results,
-					docfmt.Log:           t.AppendLog(row.Field(docfmt.Log), entry, trunc),
+					docfmt.Log:           log,
 					docfmt.QueueID:       t.QueueID,
-				}), row)
-		}, r.ReplaceOpts{ReturnChanges: true}).Do(releasedIDs)
+				}
+				if !claim {
+					return row.Without(docfmt.ParentResults).Merge(set)
+				}
+				claimed := maps.Clone(set)
+				maps.Copy(claimed, t.claimNow(row, log, now, hb))
+				return r.Branch(claimableAtRelease(row), row.Without(docfmt.ParentResults).Merge(claimed),
+					row.Without(docfmt.ParentResults).Merge(set))
+			})
+			return r.Branch(row.Field(docfmt.Status).Default(nil).Eq(string(job.Blocked)).And(all),
+				r.Branch(t.neverRun(row), t.releaseNeverRun(row, results, now, claim, hb), released), row)
+		}, r.ReplaceOpts{ReturnChanges: true, Durability: durability}).Do(func(res r.Term) any {
+			changes := res.Field("changes").Default([]any{})
+			was := func(c r.Term, status job.Status) r.Term {
+				return c.Field("old_val").Default(nil).Field(docfmt.Status).Default(nil).Eq(string(job.Blocked)).
+					And(c.Field("new_val").Default(nil).Field(docfmt.Status).Default(nil).Eq(string(status)))
+			}
+			return map[string]any{
+				"claimed":     changes.Filter(func(c r.Term) r.Term { return was(c, job.Active) }).Field("new_val"),
+				"ids":         changes.Filter(func(c r.Term) r.Term { return was(c, job.Waiting) }).Field("new_val").Field(docfmt.ID),
+				"errors":      res.Field("errors"),
+				"first_error": res.Field("first_error").Default(""),
+			}
+		})
 	})
-	return t.writeIDs(ctx, term, "release blocked jobs")
+	var got struct {
+		Claimed    []map[string]any `rethinkdb:"claimed"`
+		IDs        []string         `rethinkdb:"ids"`
+		Errors     int              `rethinkdb:"errors"`
+		FirstError string           `rethinkdb:"first_error"`
+	}
+	err := t.WriteOne(ctx, term, &got)
+	if err == nil && got.Errors > 0 {
+		err = fmt.Errorf("rethinkdb: %s", got.FirstError)
+	}
+	if err != nil {
+		return Released{}, fmt.Errorf("queue %s: release blocked jobs: %w", t.Name, err)
+	}
+	out := Released{IDs: got.IDs}
+	var unreadable []error
+	for _, doc := range got.Claimed {
+		j, err := FromDocument(s, doc)
+		if err != nil {
+			unreadable = append(unreadable, fmt.Errorf("queue %s: job %v, released and claimed, cannot be read; it is left active for the review: %w", t.Name, doc[docfmt.ID], err))
+			continue
+		}
+		out.Claimed = append(out.Claimed, j)
+	}
+	out.Unreadable = errors.Join(unreadable...)
+	return out, nil
 }
 
-// Pending reports, for each of the blocked jobs, whether one of its parents in the table
-// has not completed, reading its parents only until it meets such a one: on a job with a
-// thousand parents, each completion but the last reads a few. (A parent no longer in
-// the table does not count: settling reads them all.)
-func (t *Table) Pending(ctx context.Context, blocked []Blocked) (map[string]bool, error) {
-	out := make(map[string]bool, len(blocked))
+// neverRun is true on a job that has not run (processCount and retryCount 0) with a log
+// that has room for two entries: its release's entries do not depend on the job, so they
+// are constants of the write (releaseNeverRun), where others are built for each job on
+// the server. Children are such jobs but for a parent reanimated with its subtree.
+func (t *Table) neverRun(row r.Term) r.Term {
+	log := row.Field(docfmt.Log).Default(nil)
+	ok := row.Field(docfmt.ProcessCount).Default(nil).Eq(0).And(row.Field(docfmt.RetryCount).Default(nil).Eq(0)).
+		And(log.TypeOf().Eq("ARRAY"))
+	if t.LimitJobLogs > 0 {
+		ok = ok.And(log.Count().Add(2).Lt(t.LimitJobLogs))
+	}
+	return ok
+}
+
+// releaseNeverRun is the release of row, a job that neverRun, with its parents' results,
+// at now, and its claim too when claim is true and a claim may take it at once.
+func (t *Table) releaseNeverRun(row, results r.Term, now time.Time, claim bool, hb time.Duration) r.Term {
+	var none job.Job
+	entry := NewLog(&none, t.QueueID, nil, job.MessageReleased, job.Information, job.Waiting).WithoutData()
+	entry.Date = now
+	log := row.Field(docfmt.Log).Append(entry.Document())
+	set := map[string]any{
+		docfmt.Status:        string(job.Waiting),
+		docfmt.DateEnable:    now,
+		docfmt.ParentResults: results,
+		docfmt.Log:           log,
+		docfmt.QueueID:       t.QueueID,
+	}
+	released := row.Without(docfmt.ParentResults).Merge(set)
+	if !claim {
+		return released
+	}
+	active := NewLog(&none, t.QueueID, nil, job.MessageActive, job.Information, job.Active).WithoutData()
+	active.Date = now
+	claimed := maps.Clone(set)
+	maps.Copy(claimed, map[string]any{
+		docfmt.Status:       string(job.Active),
+		docfmt.DateStarted:  now,
+		docfmt.DateEnable:   leaseTerm(row, now, hb),
+		docfmt.ProcessCount: 1,
+		docfmt.Log:          log.Append(active.Document()),
+	})
+	return r.Branch(claimableAtRelease(row), row.Without(docfmt.ParentResults).Merge(claimed), released)
+}
+
+// leaseTerm is LeaseEnd computed on the server for row, a job claimed at now, with the
+// heartbeat lease hb (0: none); its durations are in milliseconds.
+func leaseTerm(row r.Term, now time.Time, hb time.Duration) r.Term {
+	ms := row.Field(docfmt.Timeout).Add(row.Field(docfmt.RetryCount).Mul(row.Field(docfmt.RetryDelay)))
+	lease := r.Expr(now).Add(ms.Div(1000))
+	if hb > 0 {
+		short := now.Add(hb)
+		lease = r.Branch(lease.Lt(short), lease, short)
+	}
+	return lease
+}
+
+// claimableAtRelease is true on a job that a release may claim at once (see ReleaseClaim).
+func claimableAtRelease(row r.Term) r.Term {
+	ok := row.Field(docfmt.Log).Default(nil).TypeOf().Eq("ARRAY")
+	for _, f := range []string{docfmt.Timeout, docfmt.RetryDelay, docfmt.RetryCount, docfmt.ProcessCount} {
+		ok = ok.And(row.Field(f).Default(nil).TypeOf().Eq("NUMBER"))
+	}
+	for _, f := range []string{docfmt.Group, docfmt.Sequence, docfmt.Deadline} {
+		ok = ok.And(row.HasFields(f).Not())
+	}
+	return ok
+}
+
+// claimNow is what a claim at now sets on row, whose log is log: as Claim, with the lease
+// computed on the server (LeaseEnd's formula, the durations in milliseconds).
+func (t *Table) claimNow(row, log r.Term, now time.Time, hb time.Duration) map[string]any {
+	entry, trunc := RowLog(t.QueueID, t.LimitJobLogs, job.MessageActive, Stamps{
+		Date:         now,
+		Status:       string(job.Active),
+		RetryCount:   row.Field(docfmt.RetryCount),
+		ProcessCount: row.Field(docfmt.ProcessCount),
+	}, true)
+	return map[string]any{
+		docfmt.Status:       string(job.Active),
+		docfmt.DateStarted:  now,
+		docfmt.DateEnable:   leaseTerm(row, now, hb),
+		docfmt.QueueID:      t.QueueID,
+		docfmt.ProcessCount: row.Field(docfmt.ProcessCount).Add(1),
+		docfmt.Log:          t.AppendLog(log, entry, trunc),
+	}
+}
+
+// resultOf is what a child keeps of its parent's completion log entry e: what
+// job.Job.ParentResult reads (its message, result and error message), so that a child of
+// a thousand parents does not carry a thousand whole entries.
+func resultOf(e map[string]any) map[string]any {
+	out := make(map[string]any, 3)
+	for _, k := range resultFields {
+		if v, ok := e[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// resultFields are the fields of a completion entry that a child keeps (resultOf).
+var resultFields = []string{"message", "data", "errorMessage"}
+
+// Pending returns, for each of the blocked jobs, a parent in the table that has not
+// completed, or "" when none has not, reading its parents only until it meets such a one:
+// on a job with a thousand parents, each completion but the last reads a few, and the
+// parent returned is the one to look at first next time. (A parent no longer in the
+// table does not count: settling reads them all.) A job given no parents gets its own id.
+func (t *Table) Pending(ctx context.Context, blocked []Blocked) (map[string]string, error) {
+	out := make(map[string]string, len(blocked))
 	if len(blocked) == 0 {
 		return out, nil
 	}
 	terms := make(map[string]any, len(blocked))
 	for _, b := range blocked {
 		if len(b.Parents) == 0 {
-			out[b.ID] = true
+			out[b.ID] = b.ID
 			continue
 		}
 		terms[b.ID] = t.Term().GetAll(Anys(b.Parents)...).Filter(func(p r.Term) r.Term {
 			return p.Field(docfmt.Status).Default(nil).Ne(string(job.Completed))
-		}).Limit(1).IsEmpty().Not()
+		}).Limit(1).Field(docfmt.ID).CoerceTo("array")
 	}
 	if len(terms) == 0 {
 		return out, nil
 	}
-	var got map[string]bool
+	var got map[string][]any
 	if err := t.ReadOne(ctx, r.Expr(terms), &got); err != nil {
 		return nil, fmt.Errorf("queue %s: read whether blocked jobs wait for more parents: %w", t.Name, err)
 	}
-	for id, waiting := range got {
-		out[id] = waiting
+	for id := range terms {
+		out[id] = ""
+		if list := got[id]; len(list) > 0 {
+			p, _ := list[0].(string)
+			out[id] = cmp.Or(p, id)
+		}
+	}
+	return out, nil
+}
+
+// Completed returns those of the jobs ids that have completed.
+func (t *Table) Completed(ctx context.Context, ids []string) (map[string]bool, error) {
+	out := make(map[string]bool, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var done []string
+	term := t.Term().GetAll(Anys(ids)...).Filter(func(p r.Term) r.Term {
+		return p.Field(docfmt.Status).Default(nil).Eq(string(job.Completed))
+	}).Field(docfmt.ID)
+	if err := t.ReadAll(ctx, term, &done); err != nil {
+		return nil, fmt.Errorf("queue %s: read whether parents completed: %w", t.Name, err)
+	}
+	for _, id := range done {
+		out[id] = true
 	}
 	return out, nil
 }

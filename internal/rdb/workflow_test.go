@@ -59,7 +59,7 @@ func TestReleaseAndCancelBlockedJobsOnce(t *testing.T) {
 	late := insert(job.Blocked, p1, waiting, p2)
 	pending, err := tbl.Pending(ctx, []rdb.Blocked{{ID: child, Parents: []string{p1, p2}}, {ID: late, Parents: []string{p1, waiting, p2}}})
 	require.NoError(t, err)
-	assert.Equal(t, map[string]bool{child: false, late: true}, pending)
+	assert.Equal(t, map[string]string{child: "", late: waiting}, pending)
 
 	parents, err := tbl.ReadParents(ctx, []string{p1, p2, "gone"})
 	require.NoError(t, err)
@@ -83,6 +83,8 @@ func TestReleaseAndCancelBlockedJobsOnce(t *testing.T) {
 	assert.Equal(t, "waiting", doc["status"])
 	results, _ := doc[docfmt.ParentResults].(map[string]any)
 	assert.Len(t, results, 2)
+	assert.Equal(t, map[string]any{"message": job.MessageCompleted, "data": "r-" + p1[:4]}, results[p1],
+		"what ParentResult reads of the entry, no more")
 	assert.Equal(t, "waiting", rawDoc(t, db, s, notBlocked)["status"], "not blocked: left alone")
 	_, recorded := rawDoc(t, db, s, notBlocked)[docfmt.ParentResults]
 	assert.False(t, recorded)
@@ -105,4 +107,73 @@ func rawDoc(t *testing.T, db string, s *r.Session, id string) map[string]any {
 	var doc map[string]any
 	require.NoError(t, cur.One(&doc))
 	return doc
+}
+
+// A release that claims makes the child active in this queue's name, with the release's
+// and the claim's log entries and a lease from its timeout, and returns it as a job; a
+// child of a group (which needs a slot) is only released; a child with a parent not done
+// is left alone. Completed tells which parents have completed.
+func TestReleaseClaimStartsTheChildrenItMayTake(t *testing.T) {
+	db, s := testserver.DB(t), testserver.Session(t)
+	ctx := context.Background()
+	require.NoError(t, dbinit.Assert(ctx, dbinit.Target{Session: s, DB: db, Table: "jobs"}))
+	tbl := &rdb.Table{Session: s, DB: db, Name: "jobs", QueueID: "worker:w", LimitJobLogs: 100}
+	require.NoError(t, tbl.EnsureDependsOnIndex(ctx))
+	insert := func(status job.Status, set func(*job.Job), parents ...string) string {
+		j := job.New(nil, job.DefaultOptions())
+		j.Timeout = 90 * time.Second
+		if len(parents) > 0 {
+			j.SetDependsOn(parents...)
+		}
+		if set != nil {
+			set(j)
+		}
+		j.Status = status
+		_, err := r.DB(db).Table("jobs").Insert(j.Document()).RunWrite(s)
+		require.NoError(t, err)
+		return j.ID
+	}
+	p1, p2, waiting := insert(job.Completed, nil), insert(job.Completed, nil), insert(job.Waiting, nil)
+	plain := insert(job.Blocked, nil, p1, p2)
+	grouped := insert(job.Blocked, func(j *job.Job) { j.SetGroup("g") }, p1)
+	held := insert(job.Blocked, nil, p1, waiting)
+
+	completed, err := tbl.Completed(ctx, []string{p1, waiting, "gone"})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]bool{p1: true}, completed)
+
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	done := map[string]map[string]any{p1: {"message": job.MessageCompleted, "data": 1}, p2: {"message": job.MessageCompleted, "data": 2}}
+	res, err := tbl.ReleaseClaim(ctx, nil, []string{plain, grouped, held}, done, now, 0)
+	require.NoError(t, err)
+	require.NoError(t, res.Unreadable)
+	require.Len(t, res.Claimed, 1)
+	j := res.Claimed[0]
+	assert.Equal(t, plain, j.ID)
+	assert.Equal(t, job.Active, j.Status)
+	assert.Equal(t, "worker:w", j.QueueID)
+	assert.Equal(t, 1, j.ProcessCount)
+	assert.True(t, j.DateStarted.Equal(now))
+	assert.WithinDuration(t, now.Add(90*time.Second), j.DateEnable, time.Millisecond, "the lease: now + timeout")
+	require.GreaterOrEqual(t, len(j.Log), 2)
+	assert.Equal(t, job.MessageReleased, j.Log[len(j.Log)-2].Message)
+	assert.Equal(t, job.MessageActive, j.Log[len(j.Log)-1].Message)
+	var v int
+	require.NoError(t, j.ParentResult(p2, &v))
+	assert.Equal(t, 2, v)
+	assert.Equal(t, []string{grouped}, res.IDs, "a child of a group is released, not claimed")
+	assert.Equal(t, "waiting", rawDoc(t, db, s, grouped)["status"])
+	assert.Equal(t, "blocked", rawDoc(t, db, s, held)["status"], "a parent not done")
+
+	again, err := tbl.ReleaseClaim(ctx, nil, []string{plain, grouped}, done, now, 0)
+	require.NoError(t, err)
+	assert.Empty(t, again.Claimed)
+	assert.Empty(t, again.IDs, "once")
+
+	// A heartbeat lease shorter than the timeout ends the lease first.
+	short := insert(job.Blocked, nil, p1)
+	res, err = tbl.ReleaseClaim(ctx, nil, []string{short}, done, now, 10*time.Second)
+	require.NoError(t, err)
+	require.Len(t, res.Claimed, 1)
+	assert.WithinDuration(t, now.Add(10*time.Second), res.Claimed[0].DateEnable, time.Millisecond)
 }
