@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
@@ -17,12 +19,13 @@ import (
 //   - a chain of 200 jobs at concurrency 1: each hop, from a parent's completion (its
 //     dateFinished) to its child's start (its handler), beside add → start on an idle
 //     queue;
-//   - one parent with 10,000 children: the children released a second after the parent
-//     completed (their dateEnable is their release), beside one AddJob of 10,000 jobs;
+//   - one parent with 10,000 children: the children released after the parent completed,
+//     beside one AddJob of 10,000 jobs, and beside plain status updates of as many
+//     blocked children (fanOutFloor);
 //   - one child of 1,000 parents, 10 times: from the last parent's completion to the
 //     child's start;
-//   - a 5-level tree of 1,000 jobs over 4 queues (worker processes' queues) at
-//     concurrency 10: no job starts before its parents completed, each runs once.
+//   - a 5-level tree of 1,000 jobs and a diamond over 4 worker processes at concurrency
+//     10: no job starts before its parents completed, each runs once.
 func (b bench) workflowRows() {
 	lat, err := measureLatency(b.ctx, b.addr, 200)
 	if err != nil {
@@ -41,8 +44,14 @@ func (b bench) workflowRows() {
 	if err != nil {
 		log.Fatalf("fan-out: %v", err)
 	}
+	floor, err := fanOutFloor(b.ctx, b.addr, 10000)
+	if err != nil {
+		log.Fatalf("fan-out floor: %v", err)
+	}
 	fmt.Printf("| workflow: 1 parent, 10,000 children released, jobs/s | %.0f | | AddJob of 10,000: %.0f | %s | | | | | |\n",
 		rel, add.jobsPerSec, ratio(rel, add.jobsPerSec))
+	fmt.Printf("| workflow: the same, beside plain status updates of the 10,000 children, jobs/s | %.0f | | %.0f | %s | | | | | |\n",
+		rel, floor, ratio(rel, floor))
 	var fanIn []time.Duration
 	for range 10 {
 		d, err := measureFanIn(b.ctx, b.addr, 1000)
@@ -57,7 +66,7 @@ func (b bench) workflowRows() {
 	if err != nil {
 		log.Fatalf("tree: %v", err)
 	}
-	fmt.Printf("| workflow: 5-level tree of 1,000 jobs over 4 queues at C=10: jobs started before a parent completed, jobs not run exactly once | %d, %d | | | | | | | | |\n", early, runs)
+	fmt.Printf("| workflow: 5-level tree of 1,000 jobs and a diamond over 4 worker processes at C=10: jobs started before a parent completed, jobs not run exactly once | %d, %d | | | | | | | | |\n", early, runs)
 }
 
 // stamps records, inside handlers, when each job started, by id.
@@ -171,7 +180,12 @@ func measureFanOut(ctx context.Context, addr string, n int) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer q.Stop(context.Background())
+	defer func() {
+		// The child holding the slot waits for its context: Stop cancels it at once.
+		stop, cancel := context.WithTimeout(context.Background(), 0)
+		defer cancel()
+		q.Stop(stop)
+	}()
 	parent := q.CreateJob("parent")
 	jobs := []*job.Job{parent}
 	for i := range n {
@@ -213,6 +227,61 @@ func measureFanOut(ctx context.Context, addr string, n int) (float64, error) {
 	}
 	// From the parent's completion (its dateFinished) to the last released event.
 	took := last.Sub(docs[parent.ID].DateFinished)
+	return float64(n) / took.Seconds(), nil
+}
+
+// fanOutFloor adds a parent and n children, blocked, and times the least a release can
+// write: each child's status set to waiting, in updates of 1,000 children, two at a time
+// (as the library writes them), without the parent's run or any check.
+func fanOutFloor(ctx context.Context, addr string, n int) (float64, error) {
+	s, db, drop, err := scratch(addr)
+	if err != nil {
+		return 0, err
+	}
+	defer drop()
+	q, err := newQueue(ctx, addr, db, queue.Options{NoChangeFeed: true})
+	if err != nil {
+		return 0, err
+	}
+	defer q.Stop(context.Background())
+	parent := q.CreateJob("parent")
+	jobs := []*job.Job{parent}
+	var ids []any
+	for i := range n {
+		c := q.CreateJob(i).SetDependsOn(parent.ID)
+		jobs = append(jobs, c)
+		ids = append(ids, c.ID)
+	}
+	for chunk := range slices.Chunk(jobs, 1000) {
+		if _, err := q.AddJob(ctx, chunk...); err != nil {
+			return 0, err
+		}
+	}
+	table := r.DB(db).Table(q.Name())
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, n/1000+1)
+	slots := make(chan struct{}, 2)
+	for chunk := range slices.Chunk(ids, 1000) {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			res, err := writeOne(ctx, s, table.GetAll(chunk...).Update(map[string]any{"status": "waiting"}))
+			if err == nil && res.Replaced != len(chunk) {
+				err = fmt.Errorf("%d of %d updated", res.Replaced, len(chunk))
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	took := time.Since(start)
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return 0, err
+		}
+	}
 	return float64(n) / took.Seconds(), nil
 }
 
@@ -269,17 +338,11 @@ func measureTree(ctx context.Context, addr string, n, levels, procs int) (early,
 		return 0, 0, err
 	}
 	defer drop()
-	st := newStamps(n)
-	var qs []*queue.Queue
-	for range procs {
-		q, err := newQueue(ctx, addr, db, queue.Options{Concurrency: 10})
-		if err != nil {
-			return 0, 0, err
-		}
-		defer q.Stop(context.Background())
-		qs = append(qs, q)
+	q, err := newQueue(ctx, addr, db, queue.Options{})
+	if err != nil {
+		return 0, 0, err
 	}
-	q := qs[0]
+	defer q.Stop(context.Background())
 	var jobs []*job.Job
 	var byLevel [][]*job.Job
 	per := n / levels
@@ -296,16 +359,22 @@ func measureTree(ctx context.Context, addr string, n, levels, procs int) (early,
 		byLevel = append(byLevel, level)
 		jobs = append(jobs, level...)
 	}
+	// And a diamond: A → B, A → C, B + C → D.
+	a := q.CreateJob("A")
+	b, c := q.CreateJob("B").SetDependsOn(a.ID), q.CreateJob("C").SetDependsOn(a.ID)
+	jobs = append(jobs, a, b, c, q.CreateJob("D").SetDependsOn(b.ID, c.ID))
 	ids := make([]string, len(jobs))
 	for i, j := range jobs {
 		ids[i] = j.ID
 	}
-	events := q.Events(ctx, queue.EventCompleted)
-	for _, w := range qs {
-		if err := st.process(w); err != nil {
-			return 0, 0, err
-		}
+	children, err := startChildren(procs, "latency", addr, db, 10, false)
+	defer finish(children)
+	if err != nil {
+		return 0, 0, err
 	}
+	lines := merged(children)
+	goAll(children)
+	events := q.Events(ctx, queue.EventCompleted)
 	// The leaves first: the order within the call does not matter.
 	slices.Reverse(jobs)
 	if _, err := q.AddJob(ctx, jobs...); err != nil {
@@ -318,14 +387,31 @@ func measureTree(ctx context.Context, addr string, n, levels, procs int) (early,
 	if err != nil {
 		return 0, 0, err
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
+	// Every start the workers reported (a handler starts before its outcome is written,
+	// so all are in once every job completed), and a moment for the lines in flight.
+	started := make(map[string]time.Time, len(jobs))
+	runs := make(map[string]int, len(jobs))
+	quiet := time.After(500 * time.Millisecond)
+read:
+	for {
+		select {
+		case line := <-lines:
+			var id string
+			var at int64
+			if _, err := fmt.Sscanf(line, "start %s %d", &id, &at); err == nil {
+				runs[id]++
+				started[id] = time.Unix(0, at)
+			}
+		case <-quiet:
+			break read
+		}
+	}
 	for _, j := range jobs {
-		if st.runs[j.ID] != 1 || docs[j.ID].ProcessCount != 1 {
+		if runs[j.ID] != 1 || docs[j.ID].ProcessCount != 1 {
 			notOnce++
 		}
 		for _, p := range j.DependsOn() {
-			if st.started[j.ID].Before(docs[p].DateFinished) {
+			if started[j.ID].Before(docs[p].DateFinished) {
 				early++
 				break
 			}
