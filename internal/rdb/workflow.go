@@ -190,8 +190,89 @@ func (t *Table) Children(ctx context.Context, s Store, id string, n int) ([]*job
 // job not blocked, or with a parent not in done, is left alone, unwritten: so a job is
 // released once, whichever queues see its parents complete.
 func (t *Table) Release(ctx context.Context, ids []string, done map[string]map[string]any, now time.Time) ([]string, error) {
+	if len(done) != 1 || len(ids) == 0 {
+		res, err := t.release(ctx, nil, ids, done, now, -1)
+		return res.IDs, err
+	}
+	n, err := t.releaseFanOut(ctx, ids, done, now)
+	if err != nil || n == len(ids) {
+		return ids[:n], err
+	}
 	res, err := t.release(ctx, nil, ids, done, now, -1)
+	if n == 0 || err != nil {
+		return res.IDs, err
+	}
+	first, err := t.releasedAt(ctx, ids, now)
+	// Both writes left the same entry: the replace's releases may be among those read.
+	seen := make(map[string]bool, len(res.IDs))
+	for _, id := range res.IDs {
+		seen[id] = true
+	}
+	for _, id := range first {
+		if !seen[id] {
+			res.IDs = append(res.IDs, id)
+		}
+	}
 	return res.IDs, err
+}
+
+// releaseFanOut is the release of children of one parent (done holds it alone) that have
+// never run: every change is a constant of the write but the log's new entry, so it is a
+// plain update, which returns no changes (on RethinkDB 2.4.4, 10,000 children released at
+// 0.74-0.83x of plain status updates, against 0.57x with the release's replace). It
+// returns how many it released; when not all, Release's replace follows for the others,
+// and the jobs both released are told by their log (releasedAt).
+func (t *Table) releaseFanOut(ctx context.Context, ids []string, done map[string]map[string]any, now time.Time) (int, error) {
+	var parent string
+	var result map[string]any
+	for parent, result = range done {
+	}
+	var none job.Job
+	entry := NewLog(&none, t.QueueID, nil, job.MessageReleased, job.Information, job.Waiting).WithoutData()
+	entry.Date = now
+	doc := entry.Document()
+	term := t.Term().GetAll(Anys(ids)...).Update(func(row r.Term) any {
+		// A blocked job of this one parent, never run, whose log has room for the entry.
+		// (A job that is none of these is left to the release, even one whose log is not
+		// an array and fails this update for itself alone.)
+		ok := row.Field(docfmt.Status).Default(nil).Eq(string(job.Blocked)).
+			And(row.Field(docfmt.DependsOn).Default(nil).Eq([]any{parent})).
+			And(row.Field(docfmt.ProcessCount).Default(nil).Eq(0)).
+			And(row.Field(docfmt.RetryCount).Default(nil).Eq(0))
+		if t.LimitJobLogs > 0 {
+			ok = ok.And(row.Field(docfmt.Log).Count().Add(1).Lt(t.LimitJobLogs))
+		}
+		return r.Branch(ok, map[string]any{
+			docfmt.Status:        string(job.Waiting),
+			docfmt.DateEnable:    now,
+			docfmt.ParentResults: map[string]any{parent: resultOf(result)},
+			docfmt.Log:           row.Field(docfmt.Log).Append(doc),
+			docfmt.QueueID:       t.QueueID,
+		}, nil)
+	}, r.UpdateOpts{Durability: "soft"})
+	var res WriteResult
+	if err := t.WriteOne(ctx, term, &res); err != nil {
+		return 0, fmt.Errorf("queue %s: release blocked jobs: %w", t.Name, err)
+	}
+	return res.Replaced, nil
+}
+
+// releasedAt returns those of the jobs ids that a release by this queue at now released
+// (their log holds its entry).
+func (t *Table) releasedAt(ctx context.Context, ids []string, now time.Time) ([]string, error) {
+	term := t.Term().GetAll(Anys(ids)...).Filter(func(doc r.Term) r.Term {
+		log := doc.Field(docfmt.Log).Default(nil)
+		return r.Branch(log.TypeOf().Eq("ARRAY"), log.Filter(func(e r.Term) r.Term {
+			return e.Field("message").Default(nil).Eq(job.MessageReleased).
+				And(e.Field("queueId").Default(nil).Eq(t.QueueID)).
+				And(e.Field("date").Default(nil).Eq(now))
+		}).IsEmpty().Not(), false)
+	}).Field(docfmt.ID)
+	var out []string
+	if err := t.ReadAll(ctx, term, &out); err != nil {
+		return nil, fmt.Errorf("queue %s: read which jobs a release released: %w", t.Name, err)
+	}
+	return out, nil
 }
 
 // ReleaseClaim is Release that also claims for this queue, in the same write, the jobs

@@ -177,3 +177,54 @@ func TestReleaseClaimStartsTheChildrenItMayTake(t *testing.T) {
 	require.Len(t, res.Claimed, 1)
 	assert.WithinDuration(t, now.Add(10*time.Second), res.Claimed[0].DateEnable, time.Millisecond)
 }
+
+// A release of children of one parent is a plain update for those never run; a child it
+// cannot take so (run before, here by hand) is released by the replace that follows, and
+// both are returned, each once, with the parent's result.
+func TestReleaseOfOneParentsChildren(t *testing.T) {
+	db, s := testserver.DB(t), testserver.Session(t)
+	ctx := context.Background()
+	require.NoError(t, dbinit.Assert(ctx, dbinit.Target{Session: s, DB: db, Table: "jobs"}))
+	tbl := &rdb.Table{Session: s, DB: db, Name: "jobs", QueueID: "worker:w", LimitJobLogs: 100}
+	require.NoError(t, tbl.EnsureDependsOnIndex(ctx))
+	insert := func(status job.Status, runs int, parents ...string) string {
+		j := job.New(nil, job.DefaultOptions())
+		if len(parents) > 0 {
+			j.SetDependsOn(parents...)
+		}
+		j.Status, j.ProcessCount = status, runs
+		_, err := r.DB(db).Table("jobs").Insert(j.Document()).RunWrite(s)
+		require.NoError(t, err)
+		return j.ID
+	}
+	p := insert(job.Completed, 1)
+	fresh, fresh2, ranBefore := insert(job.Blocked, 0, p), insert(job.Blocked, 0, p), insert(job.Blocked, 1, p)
+	waiting := insert(job.Waiting, 0, p)
+	done := map[string]map[string]any{p: {"message": job.MessageCompleted, "data": "r"}}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+
+	ids, err := tbl.Release(ctx, []string{fresh, fresh2}, done, now)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{fresh, fresh2}, ids, "all at once")
+	ids, err = tbl.Release(ctx, []string{fresh, ranBefore, waiting}, done, now.Add(time.Millisecond))
+	require.NoError(t, err)
+	assert.Equal(t, []string{ranBefore}, ids)
+
+	fresh3, ranBefore2 := insert(job.Blocked, 0, p), insert(job.Blocked, 2, p)
+	ids, err = tbl.Release(ctx, []string{fresh3, ranBefore2, fresh}, done, now.Add(2*time.Millisecond))
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{fresh3, ranBefore2}, ids, "one by each write")
+	for _, id := range []string{fresh, ranBefore, fresh3, ranBefore2} {
+		doc := rawDoc(t, db, s, id)
+		assert.Equal(t, "waiting", doc["status"])
+		assert.Equal(t, map[string]any{p: map[string]any{"message": job.MessageCompleted, "data": "r"}}, doc[docfmt.ParentResults])
+		log, _ := doc["log"].([]any)
+		released := 0
+		for _, e := range log {
+			if m, _ := e.(map[string]any); m["message"] == job.MessageReleased {
+				released++
+			}
+		}
+		assert.Equal(t, 1, released, "released once")
+	}
+}
