@@ -169,10 +169,13 @@ func (t *Tally) matches(body []byte) bool {
 	return true
 }
 
-// fault drops the answers of the next n frames that contain every one of subs.
+// fault drops the answers of the next n frames that contain every one of subs; a
+// silencing one silences the proxy after its frame instead, and closes fired.
 type fault struct {
 	Tally
-	left int
+	left    int
+	silence bool
+	fired   chan struct{}
 }
 
 // LoseAnswers makes the next n query frames that contain every one of subs reach the
@@ -186,6 +189,20 @@ func (p *Proxy) LoseAnswers(n int, subs ...string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.faults = append(p.faults, f)
+}
+
+// SilenceAfter makes the next query frame that contains every one of subs reach the
+// server, and then silences the proxy for good, as a Blackhole of every connection, new
+// ones included: the client never hears the answer, nor reaches the server again. The
+// channel returned is closed then. This is the client's side of a process killed right
+// after a write: a test kills it for real once the channel is closed.
+func (p *Proxy) SilenceAfter(subs ...string) <-chan struct{} {
+	f := &fault{left: 1, silence: true, fired: make(chan struct{})}
+	f.subs = p.Tally(subs...).subs
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.faults = append(p.faults, f)
+	return f.fired
 }
 
 // pair is one client connection and its connection to the target.
@@ -248,17 +265,17 @@ func (p *Proxy) ClearFaults() {
 	p.faults = nil
 }
 
-// takeFault reports whether the frame body is one whose answer is to be lost.
-func (p *Proxy) takeFault(body []byte) bool {
+// takeFault returns the fault the frame body fires, if any.
+func (p *Proxy) takeFault(body []byte) *fault {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, f := range p.faults {
 		if f.left > 0 && f.matches(body) {
 			f.left--
-			return true
+			return f
 		}
 	}
-	return false
+	return nil
 }
 
 // Close stops accepting, closes every open connection in both directions and waits for
@@ -374,13 +391,26 @@ func (p *Proxy) forwardQueries(client, server net.Conn, pr *pair) (lost bool) {
 			continue // swallowed
 		}
 		if n > 0 {
-			lose := false
+			lose, silence := false, []*fault(nil)
 			ps.feed(buf[:n], func(typ int, body []byte) {
 				p.count(typ, body)
-				lose = lose || p.takeFault(body)
+				switch f := p.takeFault(body); {
+				case f == nil:
+				case f.silence:
+					silence = append(silence, f)
+				default:
+					lose = true
+				}
 			})
 			if _, werr := server.Write(buf[:n]); werr != nil {
 				return false
+			}
+			if len(silence) > 0 {
+				p.Blackhole(100 * 365 * 24 * time.Hour)
+				for _, f := range silence {
+					close(f.fired)
+				}
+				continue
 			}
 			if lose {
 				_ = client.Close()
