@@ -90,6 +90,9 @@ func (j *Job) ParentResult(id string, v any) error {
 		if err != nil {
 			return fmt.Errorf("job %s: result of parent %s: %w", j.ID, id, err)
 		}
+		if e.Message == "" {
+			e.Message = MessageCompleted // kept without its message (see rjqParentResults)
+		}
 		parent.Log = []LogEntry{e}
 	}
 	return parent.Result(v)

@@ -83,7 +83,7 @@ func TestReleaseAndCancelBlockedJobsOnce(t *testing.T) {
 	assert.Equal(t, "waiting", doc["status"])
 	results, _ := doc[docfmt.ParentResults].(map[string]any)
 	assert.Len(t, results, 2)
-	assert.Equal(t, map[string]any{"message": job.MessageCompleted, "data": "r-" + p1[:4]}, results[p1],
+	assert.Equal(t, map[string]any{"data": "r-" + p1[:4]}, results[p1],
 		"what ParentResult reads of the entry, no more")
 	assert.Equal(t, "waiting", rawDoc(t, db, s, notBlocked)["status"], "not blocked: left alone")
 	_, recorded := rawDoc(t, db, s, notBlocked)[docfmt.ParentResults]
@@ -176,6 +176,23 @@ func TestReleaseClaimStartsTheChildrenItMayTake(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, res.Claimed, 1)
 	assert.WithinDuration(t, now.Add(10*time.Second), res.Claimed[0].DateEnable, time.Millisecond)
+
+	// Children of one parent are claimed by an update of constants; one it cannot take
+	// (of a group) is released by the replace after it.
+	one := map[string]map[string]any{p1: done[p1]}
+	single, grouped2 := insert(job.Blocked, nil, p1), insert(job.Blocked, func(j *job.Job) { j.SetGroup("g") }, p1)
+	res, err = tbl.ReleaseClaim(ctx, nil, []string{single, grouped2}, one, now, 0)
+	require.NoError(t, err)
+	require.Len(t, res.Claimed, 1)
+	j = res.Claimed[0]
+	assert.Equal(t, single, j.ID)
+	assert.Equal(t, job.Active, j.Status)
+	assert.Equal(t, 1, j.ProcessCount)
+	assert.WithinDuration(t, now.Add(90*time.Second), j.DateEnable, time.Millisecond)
+	assert.Equal(t, []string{job.MessageReleased, job.MessageActive}, []string{j.Log[len(j.Log)-2].Message, j.Log[len(j.Log)-1].Message})
+	require.NoError(t, j.ParentResult(p1, &v))
+	assert.Equal(t, 1, v)
+	assert.Equal(t, []string{grouped2}, res.IDs)
 }
 
 // A release of children of one parent is a plain update for those never run; a child it
@@ -217,7 +234,7 @@ func TestReleaseOfOneParentsChildren(t *testing.T) {
 	for _, id := range []string{fresh, ranBefore, fresh3, ranBefore2} {
 		doc := rawDoc(t, db, s, id)
 		assert.Equal(t, "waiting", doc["status"])
-		assert.Equal(t, map[string]any{p: map[string]any{"message": job.MessageCompleted, "data": "r"}}, doc[docfmt.ParentResults])
+		assert.Equal(t, map[string]any{p: map[string]any{"data": "r"}}, doc[docfmt.ParentResults])
 		log, _ := doc["log"].([]any)
 		released := 0
 		for _, e := range log {
