@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
 	"strconv"
 	"testing"
 	"time"
@@ -13,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
@@ -22,15 +19,8 @@ import (
 // TestAKilledWorkersJobIsRecoveredInSeconds starts and kills. It processes the queue of
 // RJQ_HELPER_DB with heartbeats every second and handlers that never return.
 func TestHelperWorkerProcess(t *testing.T) {
-	db := os.Getenv("RJQ_HELPER_DB")
-	if db == "" {
-		t.Skip("the worker process of TestAKilledWorkersJobIsRecoveredInSeconds")
-	}
-	host, portText, _ := net.SplitHostPort(os.Getenv("RJQ_TEST_ADDR"))
-	port, _ := strconv.Atoi(portText)
-	q, err := queue.New(context.Background(), &queue.ConnectOptions{Host: host, Port: port, DB: db},
-		queuetest.Options(queue.Options{MasterInterval: -1, Heartbeat: time.Second}))
-	require.NoError(t, err)
+	q := helperQueue(t, "RJQ_HELPER_DB", "the worker process of TestAKilledWorkersJobIsRecoveredInSeconds",
+		queue.Options{MasterInterval: -1, Heartbeat: time.Second})
 	require.NoError(t, q.Process(func(ctx context.Context, _ *job.Job) (any, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -44,13 +34,7 @@ func TestAKilledWorkersJobIsRecoveredInSeconds(t *testing.T) {
 	j := f.add(t, 1)[0]
 	require.Equal(t, job.DefaultTimeout, j.Timeout, "a job with the default five-minute timeout")
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperWorkerProcess$", "-test.v")
-	cmd.Env = append(os.Environ(),
-		"RJQ_HELPER_DB="+f.db,
-		"RJQ_TEST_ADDR="+net.JoinHostPort(f.srv.Host, strconv.Itoa(f.srv.Port)),
-		"RJQ_TEST_REQLITE=0")
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	cmd := helperProcess(t, "TestHelperWorkerProcess", "RJQ_HELPER_DB", f.db, net.JoinHostPort(f.srv.Host, strconv.Itoa(f.srv.Port)))
 
 	require.Eventually(t, func() bool { return f.get(t, j.ID).Status == job.Active },
 		30*time.Second, 50*time.Millisecond, "the worker process claims the job")

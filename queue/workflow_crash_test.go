@@ -2,17 +2,12 @@ package queue_test
 
 import (
 	"context"
-	"net"
-	"os"
-	"os/exec"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/wirecount"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
@@ -23,15 +18,8 @@ import (
 // queue of RJQ_HELPER_FLOW_DB, at the address it is given (a proxy), completing each job
 // with the result "parent result".
 func TestHelperFlowWorkerProcess(t *testing.T) {
-	db := os.Getenv("RJQ_HELPER_FLOW_DB")
-	if db == "" {
-		t.Skip("the worker process of TestAWorkerKilledAfterAParentsOutcomeStrandsNoChild")
-	}
-	host, portText, _ := net.SplitHostPort(os.Getenv("RJQ_TEST_ADDR"))
-	port, _ := strconv.Atoi(portText)
-	q, err := queue.New(context.Background(), &queue.ConnectOptions{Host: host, Port: port, DB: db},
-		queuetest.Options(queue.Options{MasterInterval: -1}))
-	require.NoError(t, err)
+	q := helperQueue(t, "RJQ_HELPER_FLOW_DB", "the worker process of TestAWorkerKilledAfterAParentsOutcomeStrandsNoChild",
+		queue.Options{MasterInterval: -1})
 	require.NoError(t, q.Process(func(context.Context, *job.Job) (any, error) { return "parent result", nil }))
 	select {} // until killed
 }
@@ -54,13 +42,7 @@ func TestAWorkerKilledAfterAParentsOutcomeStrandsNoChild(t *testing.T) {
 	t.Cleanup(func() { proxy.Close() })
 	// The outcome write names the job and sets its dateFinished; no claim or heartbeat does.
 	fired := proxy.SilenceAfter(parent.ID, "dateFinished", string(job.Completed))
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperFlowWorkerProcess$", "-test.v")
-	cmd.Env = append(os.Environ(),
-		"RJQ_HELPER_FLOW_DB="+f.db,
-		"RJQ_TEST_ADDR="+proxy.Addr(),
-		"RJQ_TEST_REQLITE=0")
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	cmd := helperProcess(t, "TestHelperFlowWorkerProcess", "RJQ_HELPER_FLOW_DB", f.db, proxy.Addr())
 	select {
 	case <-fired:
 	case <-time.After(45 * time.Second):

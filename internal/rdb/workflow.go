@@ -456,17 +456,12 @@ func (t *Table) release(ctx context.Context, s Store, ids []string, done map[str
 // released only and its errors, and reads the claimed documents as jobs of s.
 func (t *Table) writeReleased(ctx context.Context, s Store, term r.Term) (Released, error) {
 	var got struct {
-		Claimed    []map[string]any `rethinkdb:"claimed"`
-		IDs        []string         `rethinkdb:"ids"`
-		Errors     int              `rethinkdb:"errors"`
-		FirstError string           `rethinkdb:"first_error"`
+		Claimed []map[string]any `rethinkdb:"claimed"`
+		IDs     []string         `rethinkdb:"ids"`
+		writeErrors
 	}
-	err := t.WriteOne(ctx, term, &got)
-	if err == nil && got.Errors > 0 {
-		err = fmt.Errorf("rethinkdb: %s", got.FirstError)
-	}
-	if err != nil {
-		return Released{}, fmt.Errorf("queue %s: release blocked jobs: %w", t.Name, err)
+	if err := t.writeReduced(ctx, term, "release blocked jobs", &got, &got.writeErrors); err != nil {
+		return Released{}, err
 	}
 	out := Released{IDs: got.IDs}
 	var unreadable []error
@@ -655,16 +650,11 @@ func changesWhere(res r.Term, keep func(c r.Term) r.Term) any {
 // writeIDs runs a write reduced by changedIDs and returns the ids.
 func (t *Table) writeIDs(ctx context.Context, term r.Term, what string) ([]string, error) {
 	var got struct {
-		IDs        []any  `rethinkdb:"ids"`
-		Errors     int    `rethinkdb:"errors"`
-		FirstError string `rethinkdb:"first_error"`
+		IDs []any `rethinkdb:"ids"`
+		writeErrors
 	}
-	err := t.WriteOne(ctx, term, &got)
-	if err == nil && got.Errors > 0 {
-		err = fmt.Errorf("rethinkdb: %s", got.FirstError)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("queue %s: %s: %w", t.Name, what, err)
+	if err := t.writeReduced(ctx, term, what, &got, &got.writeErrors); err != nil {
+		return nil, err
 	}
 	out := make([]string, 0, len(got.IDs))
 	for _, v := range got.IDs {
@@ -673,4 +663,23 @@ func (t *Table) writeIDs(ctx context.Context, term r.Term, what string) ([]strin
 		}
 	}
 	return out, nil
+}
+
+// writeErrors are the errors of a write reduced on the server (see changesWhere).
+type writeErrors struct {
+	Errors     int    `rethinkdb:"errors"`
+	FirstError string `rethinkdb:"first_error"`
+}
+
+// writeReduced runs term, a write reduced on the server to got, whose errors are errs,
+// and fails, saying what it did, when the write or one of its documents failed.
+func (t *Table) writeReduced(ctx context.Context, term r.Term, what string, got any, errs *writeErrors) error {
+	err := t.WriteOne(ctx, term, got)
+	if err == nil && errs.Errors > 0 {
+		err = fmt.Errorf("rethinkdb: %s", errs.FirstError)
+	}
+	if err != nil {
+		return fmt.Errorf("queue %s: %s: %w", t.Name, what, err)
+	}
+	return nil
 }
