@@ -20,23 +20,60 @@ import (
 // reservation ends with Started or Unreserve; until then, Pause and Stop wait for it as
 // for a claim under way.
 func (p *Processor) Reserve(n int) bool {
-	if n < 1 || !p.cfg.Feed || !p.prod.knowsNothing(time.Now()) {
+	if n < 1 || !p.cfg.Feed {
 		return false
 	}
-	ok := false
-	p.act.update(func(a *activity) {
-		if !a.claiming && p.cfg.Concurrency()-a.running-a.reserved >= n {
-			a.reserved += n
-			ok = true
+	// A claim under way on an idle queue (a read that finds nothing, in about a
+	// millisecond) is waited for: without that, a job added while it reads would be
+	// inserted waiting, for the claim after it.
+	timeout := time.NewTimer(reserveWait)
+	defer timeout.Stop()
+	for {
+		if !p.prod.knowsNothing(time.Now()) {
+			return false
 		}
-	})
+		ok, retry := p.act.reserve(n, p.cfg.Concurrency())
+		if ok {
+			break
+		}
+		if retry == nil {
+			return false
+		}
+		select {
+		case <-retry:
+		case <-timeout.C:
+			return false
+		case <-p.hard.Done():
+			return false
+		}
+	}
 	// Reserve before looking at the pause, as beginClaim does, so that a Pause either
 	// sees the reservation and waits for it, or is seen here.
-	if ok && (!p.cfg.Claiming() || p.hard.Err() != nil) {
+	if !p.cfg.Claiming() || p.hard.Err() != nil {
 		p.act.update(func(a *activity) { a.reserved -= n })
-		ok = false
+		return false
 	}
-	return ok
+	return true
+}
+
+// reserveWait bounds how long Reserve waits for a claim under way to end.
+const reserveWait = 50 * time.Millisecond
+
+// reserve takes n of conc slots for Reserve when no claim is under way; when one is and
+// the slots are free, it returns the channel closed at the next change, to try again.
+func (a *activity) reserve(n, conc int) (ok bool, retry <-chan struct{}) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if conc-a.running-a.reserved < n {
+		return false, nil
+	}
+	if a.claiming {
+		return false, a.changed
+	}
+	a.reserved += n
+	close(a.changed)
+	a.changed = make(chan struct{})
+	return true, nil
 }
 
 // Started hands jobs inserted already claimed to the executor, and ends the reservation
