@@ -388,10 +388,6 @@ func (t *Table) release(ctx context.Context, s Store, ids []string, done map[str
 	if len(ids) == 0 || len(done) == 0 {
 		return Released{}, nil
 	}
-	entries := make(map[string]any, len(done))
-	for id, e := range done {
-		entries[id] = resultOf(e)
-	}
 	claim := hb >= 0
 	// A release that only releases is written with soft durability: one lost in a crash
 	// of the server is made again by a Master's review, from the parents it reads.
@@ -399,30 +395,17 @@ func (t *Table) release(ctx context.Context, s Store, ids []string, done map[str
 	if claim {
 		durability = "hard"
 	}
-	term := r.Do(r.Expr(entries), func(done r.Term) any {
+	term := t.withDone(done, func(ready func(row r.Term) r.Term, results func(row r.Term) any) r.Term {
 		// A replace, not an update: the parents' results replace whatever the field held
 		// (an update merges objects).
 		return t.Term().GetAll(Anys(ids)...).Replace(func(row r.Term) any {
-			parents := row.Field(docfmt.DependsOn).Default([]any{})
-			parents = r.Branch(parents.TypeOf().Eq("ARRAY"), parents, []any{})
-			// The count first: a child of a thousand parents met through one of them is
-			// not looked through.
-			all := parents.Count().Gt(0).And(parents.Count().Le(len(entries))).And(parents.Filter(func(p r.Term) r.Term {
-				return p.TypeOf().Ne("STRING").Or(done.HasFields(p).Not())
-			}).IsEmpty())
-			results := parents.Map(func(p r.Term) any { return []any{p, done.Field(p)} }).CoerceTo("object")
-			if len(entries) == 1 {
-				// A fan-out: every child released has the one parent, whose result is a
-				// constant of the write.
-				results = r.Expr(entries)
-			}
 			entry, trunc := t.rowLog(row, now, job.MessageReleased, job.Waiting, true)
 			// The log with the release's entry is bound once: the claim appends to it.
 			released := r.Do(t.AppendLog(row.Field(docfmt.Log), entry, trunc), func(log r.Term) any {
 				set := map[string]any{
 					docfmt.Status:        string(job.Waiting),
 					docfmt.DateEnable:    now,
-					docfmt.ParentResults: results,
+					docfmt.ParentResults: results(row),
 					docfmt.Log:           log,
 					docfmt.QueueID:       t.QueueID,
 				}
@@ -434,7 +417,7 @@ func (t *Table) release(ctx context.Context, s Store, ids []string, done map[str
 				return r.Branch(claimableAtRelease(row), row.Without(docfmt.ParentResults).Merge(claimed),
 					row.Without(docfmt.ParentResults).Merge(set))
 			})
-			return r.Branch(row.Field(docfmt.Status).Default(nil).Eq(string(job.Blocked)).And(all), released, row)
+			return r.Branch(row.Field(docfmt.Status).Default(nil).Eq(string(job.Blocked)).And(ready(row)), released, row)
 		}, r.ReplaceOpts{ReturnChanges: true, Durability: durability}).Do(func(res r.Term) any {
 			changes := res.Field("changes").Default([]any{})
 			was := func(c r.Term, status job.Status) r.Term {
@@ -594,15 +577,6 @@ func (t *Table) Completed(ctx context.Context, ids []string) (map[string]bool, e
 		out[id] = true
 	}
 	return out, nil
-}
-
-// releasedIDs is a release's write result reduced, on the server, to the ids of the jobs
-// it made waiting and its errors.
-func releasedIDs(res r.Term) any {
-	return changesWhere(res, func(c r.Term) r.Term {
-		return c.Field("new_val").Default(nil).Field(docfmt.Status).Default(nil).Eq(string(job.Waiting)).
-			And(c.Field("old_val").Default(nil).Field(docfmt.Status).Default(nil).Eq(string(job.Blocked)))
-	})
 }
 
 // CancelBlocked cancels the blocked jobs of reasons (id → the reason, its log message) at
