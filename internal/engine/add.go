@@ -40,9 +40,7 @@ func (q *Queue) AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error
 	if err != nil {
 		return nil, err
 	}
-	if err := q.ensureWorkflows(ctx, jobs); err != nil {
-		return nil, err
-	}
+	q.noteWorkflows(jobs)
 	if err := q.recordChildren(ctx, plan); err != nil {
 		return nil, err
 	}

@@ -34,21 +34,42 @@ func (q *Queue) cancel(ctx context.Context, reason string, ids []string) ([]stri
 	if len(missing) > 0 {
 		return nil, missingError(missing)
 	}
+	kin := q.kinOf(ctx, ids)
 	if err := q.cancelled(ctx, ids, counts, reason); err != nil {
 		return ids, err
 	}
-	return ids, q.descendantsOf(ctx, ids, job.Cancelled)
+	return ids, q.descendantsOf(ctx, kin, job.Cancelled)
 }
 
-// descendantsOf cancels the blocked descendants of jobs ids, which were cancelled
-// (status) or removed (""), on a table with workflows.
-func (q *Queue) descendantsOf(ctx context.Context, ids []string, status job.Status) error {
+// kinOf reads the children that the jobs ids list, on a table with workflows (nil on
+// another), for descendantsOf, before a write that may remove the jobs. A read that fails
+// leaves the children to those read then and to a Queue Master.
+func (q *Queue) kinOf(ctx context.Context, ids []string) map[string][]string {
 	if !q.knowsWorkflows(ctx) {
 		return nil
 	}
-	failed := make(map[string]string, len(ids))
+	kin, err := q.db.ListedChildren(ctx, ids)
+	if err != nil {
+		q.log.Warn("reading the children of jobs failed; a Queue Master settles them", "err", err)
+		kin = make(map[string][]string, len(ids))
+	}
 	for _, id := range ids {
-		failed[id] = failedReason(id, status)
+		if _, ok := kin[id]; !ok {
+			kin[id] = nil
+		}
+	}
+	return kin
+}
+
+// descendantsOf cancels the blocked descendants of the jobs of kin (id → the children it
+// listed, see kinOf), which were cancelled (status) or removed ("").
+func (q *Queue) descendantsOf(ctx context.Context, kin map[string][]string, status job.Status) error {
+	if len(kin) == 0 {
+		return nil
+	}
+	failed := make(map[string]failedParent, len(kin))
+	for id, kids := range kin {
+		failed[id] = failedParent{reason: failedReason(id, status), children: kids}
 	}
 	if err := q.parentsFinished(ctx, nil, failed); err != nil {
 		return fmt.Errorf("queue %s: cancel the jobs waiting for them: %w", q.cfg.Name, err)
@@ -106,10 +127,11 @@ func (q *Queue) RemoveJob(ctx context.Context, ids ...string) ([]string, error) 
 		return nil, err
 	}
 	defer end()
+	kin := q.kinOf(ctx, ids)
 	if err := q.delete(ctx, ids); err != nil {
 		return nil, err
 	}
-	return ids, q.descendantsOf(ctx, ids, "")
+	return ids, q.descendantsOf(ctx, kin, "")
 }
 
 // delete removes jobs known to be valid ids and raises their removed events.

@@ -106,7 +106,7 @@ func (q *Queue) onChange(c changefeed.Change) {
 		q.deadlineSeen() // perhaps added by another process, which made the index
 	}
 	if _, ok := c.New[docfmt.DependsOn]; ok {
-		q.workflowsSeen() // added by another process, which made the index
+		q.workflowsSeen() // added by another process
 	}
 	q.changeFinished(act, c)
 	switch act.Kind {

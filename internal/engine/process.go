@@ -59,7 +59,8 @@ func (q *Queue) processorConfig(handler processor.Handler) processor.Config {
 			e := rdb.NewLog(j, q.id, nil, job.MessageUpdated, job.Information, "")
 			return q.updateJob(ctx, j, e, owner)
 		},
-		Stalled: q.stalled,
+		Stalled:  q.stalled,
+		Children: q.childrenToFollow,
 		Hooks: processor.Hooks{
 			Emit: func(e processor.Event) {
 				q.emit(Event{Type: string(e.Type), JobID: e.JobID, Err: e.Err, IsRepeating: e.IsRepeating, Reason: e.Reason})

@@ -72,11 +72,9 @@ type Queue struct {
 	// deadlineIndexSeen is set while the table is known to have that index: the Master's
 	// expiry reads it only then (see ExpireDue). Until then, deadlineIndexCheck is when
 	// the Master next looks for it (Unix nanoseconds; 0: at its next tick).
-	// dependsIndex is set once this queue has made sure of the table's index of
-	// workflows; workflows while the table is known to have jobs with parents (until
-	// then, workflowsCheck is when to look at its indexes again); flow settles the
-	// children of jobs that finish (see workflow.go).
-	dependsIndex   atomic.Bool
+	// workflows is set once the table is known to have jobs with parents (until then,
+	// workflowsCheck is when to look for blocked jobs again); flow settles the children
+	// of jobs that finish (see workflow.go).
 	workflows      atomic.Bool
 	workflowsCheck atomic.Int64
 	flow           flowMover

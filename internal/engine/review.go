@@ -116,10 +116,11 @@ func (q *Queue) ExpireDue(ctx context.Context) error {
 			return err
 		}
 		q.expiredMetric(len(ids))
+		kin := q.kinOf(ctx, ids)
 		if err := q.cancelled(ctx, ids, nil, job.MessageDeadlinePassed); err != nil {
 			return err
 		}
-		if err := q.descendantsOf(ctx, ids, job.Cancelled); err != nil {
+		if err := q.descendantsOf(ctx, kin, job.Cancelled); err != nil {
 			return err
 		}
 		if len(ids) < expireBatch {

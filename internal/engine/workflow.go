@@ -213,19 +213,11 @@ func (q *Queue) recordChildren(ctx context.Context, plan addPlan) error {
 // children of a parent that completes here are released by a Queue Master.
 const maxLate = 10000
 
-// ensureWorkflows creates the table's index of workflows the first time this queue adds a
-// job with parents, and waits until it is built. Without it no parent's outcome finds its
-// children, so a failure fails the add: nothing is written.
-func (q *Queue) ensureWorkflows(ctx context.Context, jobs []*job.Job) error {
-	if q.dependsIndex.Load() || !slices.ContainsFunc(jobs, func(j *job.Job) bool { return len(j.DependsOn()) > 0 }) {
-		return nil
+// noteWorkflows tells the queue that its table has jobs with parents when jobs has one.
+func (q *Queue) noteWorkflows(jobs []*job.Job) {
+	if slices.ContainsFunc(jobs, func(j *job.Job) bool { return len(j.DependsOn()) > 0 }) {
+		q.workflowsSeen()
 	}
-	if err := q.db.EnsureDependsOnIndex(ctx); err != nil {
-		return fmt.Errorf("queue %s: create the index of workflows %s, which jobs with parents need: %w", q.cfg.Name, rdb.IndexDependsOn, err)
-	}
-	q.dependsIndex.Store(true)
-	q.workflowsSeen()
-	return nil
 }
 
 // workflowsSeen tells the queue that its table has jobs with parents: from then on the
@@ -233,7 +225,8 @@ func (q *Queue) ensureWorkflows(ctx context.Context, jobs []*job.Job) error {
 func (q *Queue) workflowsSeen() { q.workflows.Store(true) }
 
 // knowsWorkflows reports whether the table has jobs with parents, as far as this queue
-// knows: it looks at the table's indexes at most once a minute until it does.
+// knows: until it does, it looks for a blocked job at most once a minute (a table
+// without one has no child to release or cancel).
 func (q *Queue) knowsWorkflows(ctx context.Context) bool {
 	if q.workflows.Load() {
 		return true
@@ -243,7 +236,7 @@ func (q *Queue) knowsWorkflows(ctx context.Context) bool {
 		return false
 	}
 	q.workflowsCheck.Store(now.Add(deadlineIndexRecheck).UnixNano())
-	if has, err := q.db.HasIndex(ctx, rdb.IndexDependsOn); err == nil && has {
+	if has, err := q.db.HasBlocked(ctx); err == nil && has {
 		q.workflowsSeen()
 		return true
 	}
@@ -299,7 +292,7 @@ func (q *Queue) settle(ctx context.Context, blocked []rdb.Blocked, known map[str
 			release = append(release, b.ID)
 		}
 	}
-	if _, err := q.release(ctx, release, completions(parents, known)); err != nil {
+	if _, err := q.release(ctx, release, completions(parents, known), false); err != nil {
 		return err
 	}
 	return q.cancelDown(ctx, cancel)
@@ -321,13 +314,15 @@ func completions(parents map[string]rdb.Parent, known map[string]map[string]any)
 // release makes those of the blocked jobs ids whose parents are all in done waiting,
 // raises their released events, and returns them (see rdb.Table.Release). Batches of
 // flowBatch are written two at a time. A queue that processes, idle with a slot free for
-// each child, claims them in the same write and runs them (releaseHere).
-func (q *Queue) release(ctx context.Context, ids []string, done map[string]map[string]any) ([]string, error) {
+// each child, claims them in the same write and runs them (releaseHere). With first, it
+// writes only those that never ran (rdb.Table.ReleaseNeverRun), one write whatever it
+// finds: the first try at children not read yet, whose parents may not all be done.
+func (q *Queue) release(ctx context.Context, ids []string, done map[string]map[string]any, first bool) ([]string, error) {
 	if len(ids) == 0 || len(done) == 0 {
 		return nil, nil
 	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	if out, ok, err := q.releaseHere(ctx, ids, done, now); ok {
+	if out, ok, err := q.releaseHere(ctx, ids, done, now, first); ok {
 		return out, err
 	}
 	var (
@@ -342,7 +337,11 @@ func (q *Queue) release(ctx context.Context, ids []string, done map[string]map[s
 		wg.Add(1)
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			released, err := q.db.Release(ctx, chunk, done, now)
+			release := q.db.Release
+			if first {
+				release = q.db.ReleaseNeverRun
+			}
+			released, err := release(ctx, chunk, done, now)
 			mu.Lock()
 			defer mu.Unlock()
 			errs = append(errs, err)
@@ -359,7 +358,7 @@ func (q *Queue) release(ctx context.Context, ids []string, done map[string]map[s
 // and claims them in one write (rdb.Table.ReleaseClaim), so that a child starts one write
 // after its last parent's outcome, where a release, a claim's read and its write would
 // follow each other. It reports whether it was taken.
-func (q *Queue) releaseHere(ctx context.Context, ids []string, done map[string]map[string]any, now time.Time) ([]string, bool, error) {
+func (q *Queue) releaseHere(ctx context.Context, ids []string, done map[string]map[string]any, now time.Time, first bool) ([]string, bool, error) {
 	p := q.processor()
 	n := len(ids)
 	if p == nil || n > maxReleaseHere || !p.Reserve(n) {
@@ -369,7 +368,11 @@ func (q *Queue) releaseHere(ctx context.Context, ids []string, done map[string]m
 	if q.cfg.heartbeats() {
 		hb = processor.HeartbeatLease(q.cfg.Heartbeat)
 	}
-	res, err := q.db.ReleaseClaim(ctx, q.store(), ids, done, now, hb)
+	claim := q.db.ReleaseClaim
+	if first {
+		claim = q.db.ReleaseClaimNeverRun
+	}
+	res, err := claim(ctx, q.store(), ids, done, now, hb)
 	if err != nil {
 		// The write may have landed: the processor looks for those jobs before its next
 		// claim, as for an insert of claimed jobs whose answer was lost.
@@ -427,7 +430,7 @@ func (q *Queue) cancelDown(ctx context.Context, reasons map[string]string) error
 			}
 			cancelled = append(cancelled, ids...)
 		}
-		children, err := q.db.BlockedChildren(ctx, cancelled)
+		children, err := q.db.BlockedChildren(ctx, cancelled, nil)
 		if err != nil {
 			return err
 		}
@@ -449,23 +452,29 @@ func (q *Queue) cancelDown(ctx context.Context, reasons map[string]string) error
 }
 
 // parentsFinished releases the children of the jobs completed, and cancels the
-// descendants of the jobs failed (id → the reason their children get). A child whose
+// descendants of the jobs failed (with the reason their children get). A child whose
 // parents are all among those completed here is released with their entries at once
 // (a read of the children and a write); one with other parents is released only when a
 // few reads find none of them waiting (rdb.Table.Pending), reading them all then.
-func (q *Queue) parentsFinished(ctx context.Context, completed map[string]finishedParent, failed map[string]string) error {
+func (q *Queue) parentsFinished(ctx context.Context, completed map[string]finishedParent, failed map[string]failedParent) error {
 	var errs []error
 	if len(completed) > 0 {
 		errs = append(errs, q.childrenOfCompleted(ctx, completed))
 	}
 	if len(failed) > 0 {
-		children, err := q.db.BlockedChildren(ctx, slices.Collect(maps.Keys(failed)))
+		// The children they list now and those they listed (a job removed is no longer
+		// there to list them).
+		var listed []string
+		for _, f := range failed {
+			listed = append(listed, f.children...)
+		}
+		children, err := q.db.BlockedChildren(ctx, slices.Collect(maps.Keys(failed)), listed)
 		if err == nil {
 			reasons := make(map[string]string, len(children))
 			for _, c := range children {
 				for _, p := range c.Parents {
-					if why, ok := failed[p]; ok {
-						reasons[c.ID] = why
+					if f, ok := failed[p]; ok {
+						reasons[c.ID] = f.reason
 						break
 					}
 				}
@@ -481,10 +490,13 @@ func (q *Queue) parentsFinished(ctx context.Context, completed map[string]finish
 // first time is released at once, with no read, when its parents all completed in this
 // batch (the write checks it); otherwise its parents are read once and kept
 // (flowMover.parents). A child whose parents are all known here to have completed
-// (flowMover.seen) is then released with the entries known; for the others, the parent
-// that held a child back last time is looked at first (one small read), and only when
-// it has completed are the parents not known here read, until one has not
-// (rdb.Table.Pending); when none has not, the child is settled, reading only those.
+// (flowMover.seen) is then released with the entries known; for the others, one parent
+// not known here to have completed is looked at (one small read for all of them): the
+// one that held the child back last time, or another when that one has completed here
+// since. Only when it has completed elsewhere are the other parents not known here read,
+// until one has not (rdb.Table.Pending); when none has not, the child is settled,
+// reading only those. So a join of a thousand parents that complete here reads one
+// parent per batch of completions, not the hundreds still running.
 func (q *Queue) childrenOfCompleted(ctx context.Context, completed map[string]finishedParent) error {
 	var ids []string
 	inIDs := make(map[string]bool)
@@ -520,7 +532,7 @@ func (q *Queue) childrenOfCompleted(ctx context.Context, completed map[string]fi
 	m.mu.Unlock()
 	// First, with no read, the new children whose parents all completed in this batch;
 	// the others are read once.
-	released, err := q.release(ctx, fresh, batch)
+	released, err := q.release(ctx, fresh, batch, true)
 	if err != nil {
 		return err
 	}
@@ -531,6 +543,7 @@ func (q *Queue) childrenOfCompleted(ctx context.Context, completed map[string]fi
 	}
 	m.mu.Lock()
 	m.keepParents(read)
+
 	var direct, check []string
 	entries := make(map[string]map[string]any)
 	probe := make(map[string]bool)
@@ -547,20 +560,23 @@ func (q *Queue) childrenOfCompleted(ctx context.Context, completed map[string]fi
 				all = false
 			}
 		}
-		switch w := m.waitingOn[id]; {
-		case all:
+		if all {
 			direct = append(direct, id)
-		case w != "":
-			if _, ok := m.seen[w]; !ok {
-				probe[w] = true
-			}
-			check = append(check, id)
-		default:
-			check = append(check, id)
+			continue
 		}
+		// One parent not seen here is looked at: the one that held the child back last
+		// time, or, when that one has completed here since, another (the last in the
+		// list); only when it has completed are the others read.
+		w := m.waitingOn[id]
+		if _, ok := m.seen[w]; ok || w == "" {
+			w = lastUnseen(parents, m.seen)
+			m.waitingOn[id] = w
+		}
+		probe[w] = true
+		check = append(check, id)
 	}
 	m.mu.Unlock()
-	if _, err := q.release(ctx, direct, entries); err != nil {
+	if _, err := q.release(ctx, direct, entries, false); err != nil {
 		return err
 	}
 	m.forget(direct)
@@ -571,8 +587,8 @@ func (q *Queue) childrenOfCompleted(ctx context.Context, completed map[string]fi
 	var unknown []rdb.Blocked
 	m.mu.Lock()
 	for _, id := range check {
-		if w := m.waitingOn[id]; probe[w] && !done[w] {
-			continue // still held back by the parent that held it last time
+		if !done[m.waitingOn[id]] {
+			continue // still held back by the parent looked at
 		}
 		var rest []string
 		for _, p := range m.parents[id] {
@@ -617,6 +633,16 @@ func (q *Queue) childrenOfCompleted(ctx context.Context, completed map[string]fi
 		}
 	}))
 	return q.settle(ctx, ready, known)
+}
+
+// lastUnseen is the last of parents not in seen ("" when none is not).
+func lastUnseen(parents []string, seen map[string]map[string]any) string {
+	for _, p := range slices.Backward(parents) {
+		if _, ok := seen[p]; !ok {
+			return p
+		}
+	}
+	return ""
 }
 
 // keepParents keeps the parents of the blocked jobs read, for the next completions of
@@ -678,7 +704,7 @@ const reviewBlocked = 1000
 type flowMover struct {
 	mu        sync.Mutex
 	completed map[string]finishedParent
-	failed    map[string]string
+	failed    map[string]failedParent
 	running   bool
 	// late are the children this queue added to parents already in the table.
 	late map[string][]string
@@ -697,6 +723,14 @@ type flowMover struct {
 type finishedParent struct {
 	children []string
 	entry    map[string]any
+}
+
+// failedParent is a job finished but completed (cancelled, terminated or removed) whose
+// blocked descendants are to be cancelled: the reason they get, and the children it
+// listed when it finished, when known.
+type failedParent struct {
+	reason   string
+	children []string
 }
 
 // noteCompleted queues the children of job id, which completed with the completion entry
@@ -728,15 +762,16 @@ func (q *Queue) noteCompleted(id string, children []string, entry map[string]any
 }
 
 // noteFailed queues the descendants of job id, which finished with status but completed
-// (cancelled, terminated, or "" for removed), for cancel.
-func (q *Queue) noteFailed(id string, status job.Status) {
+// (cancelled, terminated, or "" for removed), listing children, for cancel.
+func (q *Queue) noteFailed(id string, status job.Status, children []string) {
 	m := &q.flow
 	m.mu.Lock()
+	children = append(slices.Clone(children), m.late[id]...)
 	delete(m.late, id)
 	if m.failed == nil {
-		m.failed = make(map[string]string)
+		m.failed = make(map[string]failedParent)
 	}
-	m.failed[id] = failedReason(id, status)
+	m.failed[id] = failedParent{reason: failedReason(id, status), children: children}
 	m.mu.Unlock()
 	q.startMover()
 }
@@ -783,6 +818,24 @@ func childrenOf(fields map[string]any) []string {
 	return out
 }
 
+// jobChildren is the children j lists (none for nil).
+func jobChildren(j *job.Job) []string {
+	if j == nil {
+		return nil
+	}
+	return childrenOf(j.Fields)
+}
+
+// childrenToFollow is processor.Config.Children: the children a job lists, on a table
+// with workflows. The outcome's write of a parent releases and claims those it can run
+// at once (rdb.Table.FinishRelease); runFinished settles the others.
+func (q *Queue) childrenToFollow(j *job.Job) []string {
+	if !q.workflows.Load() {
+		return nil
+	}
+	return childrenOf(j.Fields)
+}
+
 // runFinished settles the children of a job whose run here finished it.
 func (q *Queue) runFinished(e processor.Event) {
 	if !q.workflows.Load() {
@@ -791,12 +844,22 @@ func (q *Queue) runFinished(e processor.Event) {
 	switch e.Type {
 	case processor.EventCompleted:
 		if !e.IsRepeating && e.Job != nil {
-			q.noteCompleted(e.JobID, childrenOf(e.Job.Fields), e.Entry.Document())
+			children := childrenOf(e.Job.Fields)
+			if len(e.Claimed) > 0 {
+				// Released and claimed by the outcome's write (childrenToFollow).
+				claimed := make(map[string]bool, len(e.Claimed))
+				for _, j := range e.Claimed {
+					claimed[j.ID] = true
+				}
+				q.released(slices.Collect(maps.Keys(claimed)), e.Claimed)
+				children = slices.DeleteFunc(children, func(id string) bool { return claimed[id] })
+			}
+			q.noteCompleted(e.JobID, children, e.Entry.Document())
 		}
 	case processor.EventTerminated:
-		q.noteFailed(e.JobID, job.Terminated)
+		q.noteFailed(e.JobID, job.Terminated, jobChildren(e.Job))
 	case processor.EventCancelled:
-		q.noteFailed(e.JobID, job.Cancelled)
+		q.noteFailed(e.JobID, job.Cancelled, jobChildren(e.Job))
 	}
 }
 
@@ -813,12 +876,12 @@ func (q *Queue) changeFinished(act changefeed.Action, c changefeed.Change) {
 			q.noteCompleted(act.JobID, childrenOf(c.New), nil)
 		}
 	case changefeed.Cancelled:
-		q.noteFailed(act.JobID, job.Cancelled)
+		q.noteFailed(act.JobID, job.Cancelled, childrenOf(c.New))
 	case changefeed.Terminated:
-		q.noteFailed(act.JobID, job.Terminated)
+		q.noteFailed(act.JobID, job.Terminated, childrenOf(c.New))
 	case changefeed.Removed:
 		if s, _ := c.Old[docfmt.Status].(string); !job.Status(s).Finished() {
-			q.noteFailed(act.JobID, "")
+			q.noteFailed(act.JobID, "", childrenOf(c.Old))
 		}
 	}
 }

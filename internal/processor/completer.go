@@ -227,6 +227,20 @@ func (c *completer) write(outs []*outcome) error {
 				done = append(done, more...)
 			}
 		}
+	} else if f, parent, n := c.follow(outs, at); n > 0 {
+		var rel rdb.Released
+		done, rel, err = p.cfg.Store.FinishRelease(ctx, p.cfg.Jobs, writes, f)
+		if err != nil || rel.Unreadable != nil {
+			// The release may have landed: the producer looks for those children before
+			// its next claim, as for jobs inserted claimed whose answer was lost.
+			p.Unreserve(n, f.IDs)
+			if rel.Unreadable != nil {
+				p.cfg.Log.Warn("children released and claimed with their parent's outcome cannot be read; they are left active for the review", "err", rel.Unreadable)
+			}
+		} else {
+			parent.claimed = rel.Claimed
+			defer p.Started(n, rel.Claimed)
+		}
 	} else {
 		done, err = p.cfg.Store.Finish(ctx, writes)
 	}
@@ -240,6 +254,40 @@ func (c *completer) write(outs []*outcome) error {
 	c.written(ctx, outs, done)
 	return nil
 }
+
+// follow is the release that the write of outs, first written at at, makes of the
+// children of the one completed run among them whose job lists children (Config.Children),
+// when the queue, idle, reserves a slot for each of them at once (a claim under way is
+// not waited for); n is how many it reserved (0: none to make).
+func (c *completer) follow(outs []*outcome, at time.Time) (f rdb.Follow, parent *outcome, n int) {
+	p := c.p
+	if p.cfg.Children == nil {
+		return f, nil, 0
+	}
+	var kids []string
+	for _, o := range outs {
+		if o.event != EventCompleted || o.repeating {
+			continue
+		}
+		if ids := p.cfg.Children(&o.rn.claimed); len(ids) > 0 {
+			if parent != nil {
+				return f, nil, 0 // two parents: their children go through the release
+			}
+			parent, kids = o, ids
+		}
+	}
+	if parent == nil || len(kids) > maxFollow || !p.reserve(len(kids), 0) {
+		return f, nil, 0
+	}
+	f = rdb.Follow{Parent: parent.write.ID, Entry: parent.write.Entry.Document(), IDs: kids, Now: at}
+	if p.cfg.Heartbeat > 0 {
+		f.HB = HeartbeatLease(p.cfg.Heartbeat)
+	}
+	return f, parent, len(kids)
+}
+
+// maxFollow is the most children a parent's outcome write releases and claims.
+const maxFollow = 100
 
 // notIn returns the writes whose run is not in keys.
 func notIn(writes []rdb.Outcome, keys []rdb.RunKey) []rdb.Outcome {
@@ -280,7 +328,7 @@ func (c *completer) written(ctx context.Context, outs []*outcome, done []rdb.Run
 		if p.cfg.Hooks.RunEnded != nil {
 			p.cfg.Hooks.RunEnded(o.rn.claimed, o.write.Status, o.write.DateFinished)
 		}
-		p.emit(Event{Type: o.event, JobID: id, IsRepeating: o.repeating, Err: o.err, Reason: o.reason, Job: &o.rn.claimed, Entry: o.write.Entry})
+		p.emit(Event{Type: o.event, JobID: id, IsRepeating: o.repeating, Err: o.err, Reason: o.reason, Job: &o.rn.claimed, Entry: o.write.Entry, Claimed: o.claimed})
 		if o.terminated != nil {
 			c.terminatedHook(o.terminated, o.err)
 		}

@@ -20,13 +20,18 @@ import (
 // reservation ends with Started or Unreserve; until then, Pause and Stop wait for it as
 // for a claim under way.
 func (p *Processor) Reserve(n int) bool {
+	return p.reserve(n, reserveWait)
+}
+
+// reserve is Reserve, waiting up to wait for a claim under way to end.
+func (p *Processor) reserve(n int, wait time.Duration) bool {
 	if n < 1 || !p.cfg.Feed {
 		return false
 	}
 	// A claim under way on an idle queue (a read that finds nothing, in about a
 	// millisecond) is waited for: without that, a job added while it reads would be
 	// inserted waiting, for the claim after it.
-	timeout := time.NewTimer(reserveWait)
+	timeout := time.NewTimer(wait)
 	defer timeout.Stop()
 	for {
 		if !p.prod.knowsNothing(time.Now()) {

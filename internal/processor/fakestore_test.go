@@ -161,6 +161,13 @@ func (s *fakeStore) insertClaimed() *job.Job {
 	return &c
 }
 
+// FinishRelease is Finish: the fake holds no workflows (the processor's tests set no
+// Config.Children).
+func (s *fakeStore) FinishRelease(ctx context.Context, _ rdb.Store, outs []rdb.Outcome, _ rdb.Follow) ([]rdb.RunKey, rdb.Released, error) {
+	done, err := s.Finish(ctx, outs)
+	return done, rdb.Released{}, err
+}
+
 func (s *fakeStore) Finish(_ context.Context, outs []rdb.Outcome) ([]rdb.RunKey, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

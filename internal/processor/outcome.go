@@ -34,6 +34,9 @@ type outcome struct {
 	// tries counts writes of this outcome that failed; after one, the outcome may be in
 	// the database already.
 	tries int
+	// claimed are the children that the outcome's write released and claimed here (see
+	// completer.follow).
+	claimed []*job.Job
 }
 
 // finish turns what the handler returned into the run's outcome: nil when there is

@@ -41,6 +41,9 @@ type Event struct {
 	// completed, terminated and cancelled events of runs.
 	Job   *job.Job
 	Entry job.LogEntry
+	// Claimed are the children of a completed run's job that its outcome's write
+	// released and claimed here (see Config.Children); they start after the event.
+	Claimed []*job.Job
 }
 
 // The event types the processor raises.
@@ -63,6 +66,7 @@ type Store interface {
 	Claim(ctx context.Context, s rdb.Store, claims []rdb.Claim) (rdb.ClaimResult, error)
 	ReadClaimedHere(ctx context.Context, s rdb.Store, ids []string) ([]*job.Job, error)
 	Finish(ctx context.Context, outs []rdb.Outcome) ([]rdb.RunKey, error)
+	FinishRelease(ctx context.Context, s rdb.Store, outs []rdb.Outcome, f rdb.Follow) ([]rdb.RunKey, rdb.Released, error)
 	Landed(ctx context.Context, outs []rdb.Outcome) ([]rdb.RunKey, error)
 	ReadStamps(ctx context.Context, ids []string) (map[string]rdb.StampedDoc, error)
 	DeleteAny(ctx context.Context, ids []string) error
@@ -139,6 +143,11 @@ type Config struct {
 	RemoveFinished bool
 	// Limits reads the table's limits.
 	Limits func(ctx context.Context) (Limitings, error)
+	// Children, when set, returns the children that the job of a completed run lists
+	// (job.SetDependsOn), for its outcome's write to release and claim when the queue is
+	// idle with a slot free for each (rdb.Table.FinishRelease); nil when there are none
+	// to release so.
+	Children func(j *job.Job) []string
 	// PassBack saves a job a handler passed back, only while the run that made
 	// processCount owner still owns it (ErrNotOwned otherwise).
 	PassBack func(ctx context.Context, j *job.Job, owner int) error

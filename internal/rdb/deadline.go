@@ -68,7 +68,7 @@ func (t *Table) ensureIndex(ctx context.Context, name string) error {
 	if err != nil || has {
 		return err
 	}
-	_, err = t.Write(ctx, t.Term().IndexCreateFunc(name, IndexFunc(name), r.IndexCreateOpts{Multi: name == IndexDependsOn}))
+	_, err = t.Write(ctx, t.Term().IndexCreateFunc(name, IndexFunc(name)))
 	if err != nil && strings.Contains(err.Error(), "already exists") {
 		return nil
 	}

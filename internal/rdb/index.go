@@ -42,12 +42,6 @@ const IndexDeadline = "rjqIndexDeadline"
 // jobs have none never pays for it.
 const IndexSequence = "rjqIndexSequence"
 
-// IndexDependsOn is this library's index of workflows (job.SetDependsOn), a multi index:
-// each job that has parents, under each parent's id, so that the children of a job are
-// one read. Like IndexDeadline it is made by the first AddJob of a job with parents
-// (EnsureDependsOnIndex).
-const IndexDependsOn = "rjqIndexDependsOn"
-
 // unreadableKey is the key part of a field the claim index cannot read (a priority that
 // is not a number, a date that is not a time): the highest there is, so that such a job
 // comes first in a claim read, which reports it and sets it aside instead of never seeing
@@ -102,11 +96,6 @@ func IndexFunc(name string) func(row r.Term) any {
 			status := row.Field("status")
 			live := status.Eq("waiting").Or(status.Eq("active")).Or(status.Eq("failed"))
 			return r.Branch(key.TypeOf().Eq("STRING").And(at.TypeOf().Eq("NUMBER")).And(live), []any{key, at, row.Field("id")}, nil)
-		}
-	case IndexDependsOn:
-		return func(row r.Term) any {
-			parents := row.Field(docfmt.DependsOn).Default(nil)
-			return r.Branch(parents.TypeOf().Eq("ARRAY"), parents, []any{})
 		}
 	case IndexClaim:
 		return func(row r.Term) any {

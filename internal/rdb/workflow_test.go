@@ -23,7 +23,6 @@ func TestReleaseAndCancelBlockedJobsOnce(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, dbinit.Assert(ctx, dbinit.Target{Session: s, DB: db, Table: "jobs"}))
 	tbl := &rdb.Table{Session: s, DB: db, Name: "jobs", QueueID: "worker:w", LimitJobLogs: 100}
-	require.NoError(t, tbl.EnsureDependsOnIndex(ctx))
 	insert := func(status job.Status, parents ...string) string {
 		j := job.New(nil, job.DefaultOptions())
 		if len(parents) > 0 {
@@ -39,14 +38,16 @@ func TestReleaseAndCancelBlockedJobsOnce(t *testing.T) {
 		require.NoError(t, err)
 		return j.ID
 	}
+	has, err := tbl.HasBlocked(ctx)
+	require.NoError(t, err)
+	assert.False(t, has, "no blocked job yet")
 	p1, p2 := insert(job.Completed), insert(job.Completed)
 	child := insert(job.Blocked, p1, p2)
 	other := insert(job.Blocked, p2)
 	notBlocked := insert(job.Waiting, p1)
-
-	kids, err := tbl.BlockedChildren(ctx, []string{p1, p2})
+	has, err = tbl.HasBlocked(ctx)
 	require.NoError(t, err)
-	assert.ElementsMatch(t, []rdb.Blocked{{ID: child, Parents: []string{p1, p2}}, {ID: other, Parents: []string{p2}}}, kids)
+	assert.True(t, has)
 
 	read, err := tbl.ReadBlocked(ctx, []string{child, notBlocked, "gone"})
 	require.NoError(t, err)
@@ -54,6 +55,20 @@ func TestReleaseAndCancelBlockedJobsOnce(t *testing.T) {
 	require.NoError(t, tbl.AddChildren(ctx, map[string][]string{p1: {child, notBlocked}}))
 	require.NoError(t, tbl.AddChildren(ctx, map[string][]string{p1: {child}, p2: {child}}))
 	assert.ElementsMatch(t, []any{child, notBlocked}, rawDoc(t, db, s, p1)[docfmt.Children], "each once")
+	listed, err := tbl.ListedChildren(ctx, []string{p1, p2, "gone"})
+	require.NoError(t, err)
+	assert.Len(t, listed, 2)
+	assert.ElementsMatch(t, []string{child, notBlocked}, listed[p1])
+	assert.Equal(t, []string{child}, listed[p2])
+
+	// Found through what the parents list (other is listed by none), and through the
+	// children given for a parent no longer in the table; each once, blocked ones only.
+	kids, err := tbl.BlockedChildren(ctx, []string{p1, p2, "gone"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []rdb.Blocked{{ID: child, Parents: []string{p1, p2}}}, kids)
+	kids, err = tbl.BlockedChildren(ctx, []string{p1}, []string{other, child, notBlocked})
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []rdb.Blocked{{ID: child, Parents: []string{p1, p2}}, {ID: other, Parents: []string{p2}}}, kids)
 
 	waiting := insert(job.Waiting)
 	late := insert(job.Blocked, p1, waiting, p2)
@@ -118,7 +133,6 @@ func TestReleaseClaimStartsTheChildrenItMayTake(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, dbinit.Assert(ctx, dbinit.Target{Session: s, DB: db, Table: "jobs"}))
 	tbl := &rdb.Table{Session: s, DB: db, Name: "jobs", QueueID: "worker:w", LimitJobLogs: 100}
-	require.NoError(t, tbl.EnsureDependsOnIndex(ctx))
 	insert := func(status job.Status, set func(*job.Job), parents ...string) string {
 		j := job.New(nil, job.DefaultOptions())
 		j.Timeout = 90 * time.Second
@@ -203,7 +217,6 @@ func TestReleaseOfOneParentsChildren(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, dbinit.Assert(ctx, dbinit.Target{Session: s, DB: db, Table: "jobs"}))
 	tbl := &rdb.Table{Session: s, DB: db, Name: "jobs", QueueID: "worker:w", LimitJobLogs: 100}
-	require.NoError(t, tbl.EnsureDependsOnIndex(ctx))
 	insert := func(status job.Status, runs int, parents ...string) string {
 		j := job.New(nil, job.DefaultOptions())
 		if len(parents) > 0 {
@@ -244,4 +257,66 @@ func TestReleaseOfOneParentsChildren(t *testing.T) {
 		}
 		assert.Equal(t, 1, released, "released once")
 	}
+}
+
+// A parent's outcome write releases and claims, in the same query, those of the children
+// given that have that parent alone; a child with another parent stays blocked. An
+// outcome that does not land (its run no longer owns the job) releases nothing.
+func TestFinishReleaseClaimsTheParentsOwnChildrenOnlyWhenItLands(t *testing.T) {
+	db, s := testserver.DB(t), testserver.Session(t)
+	ctx := context.Background()
+	require.NoError(t, dbinit.Assert(ctx, dbinit.Target{Session: s, DB: db, Table: "jobs"}))
+	tbl := &rdb.Table{Session: s, DB: db, Name: "jobs", QueueID: "worker:a", LimitJobLogs: 100}
+	insert := func(j *job.Job) string {
+		_, err := r.DB(db).Table("jobs").Insert(j.Document()).RunWrite(s)
+		require.NoError(t, err)
+		return j.ID
+	}
+	active := func(pc int) *job.Job {
+		j := job.New(nil, job.DefaultOptions())
+		j.Status, j.ProcessCount, j.QueueID, j.DateStarted = job.Active, pc, "worker:a", time.Now()
+		insert(j)
+		return j
+	}
+	blocked := func(parents ...string) string {
+		j := job.New(nil, job.DefaultOptions()).SetDependsOn(parents...)
+		j.Status = job.Blocked
+		return insert(j)
+	}
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	completion := func(j *job.Job) rdb.Outcome {
+		e := rdb.NewLog(j, "worker:a", "result of "+j.ID[:4], job.MessageCompleted, job.Information, job.Completed)
+		e.Date = at
+		return rdb.Outcome{ID: j.ID, ProcessCount: 1, Status: job.Completed, DateFinished: at, Entry: e,
+			Trunc: rdb.TruncatedLog(j, "worker:a", 100, job.Completed)}
+	}
+
+	parent, other := active(1), active(1)
+	own, shared := blocked(parent.ID), blocked(parent.ID, other.ID)
+	o := completion(parent)
+	done, rel, err := tbl.FinishRelease(ctx, nil, []rdb.Outcome{o},
+		rdb.Follow{Parent: parent.ID, Entry: o.Entry.Document(), IDs: []string{own, shared}, Now: at, HB: 5 * time.Second})
+	require.NoError(t, err)
+	assert.Equal(t, []rdb.RunKey{o.Key()}, done)
+	require.NoError(t, rel.Unreadable)
+	require.Len(t, rel.Claimed, 1)
+	assert.Equal(t, own, rel.Claimed[0].ID)
+	assert.Equal(t, "completed", rawDoc(t, db, s, parent.ID)["status"])
+	doc := rawDoc(t, db, s, own)
+	assert.Equal(t, "active", doc["status"])
+	assert.Equal(t, "worker:a", doc["queueId"])
+	assert.Equal(t, map[string]any{parent.ID: map[string]any{"data": "result of " + parent.ID[:4]}}, doc[docfmt.ParentResults])
+	assert.Equal(t, "blocked", rawDoc(t, db, s, shared)["status"], "another parent: left to the release")
+
+	// A run that no longer owns its job (claimed again, processCount 2) writes nothing.
+	lost := active(2)
+	child := blocked(lost.ID)
+	o = completion(lost)
+	done, rel, err = tbl.FinishRelease(ctx, nil, []rdb.Outcome{o},
+		rdb.Follow{Parent: lost.ID, Entry: o.Entry.Document(), IDs: []string{child}, Now: at})
+	require.NoError(t, err)
+	assert.Empty(t, done)
+	assert.Empty(t, rel.Claimed)
+	assert.Equal(t, "active", rawDoc(t, db, s, lost.ID)["status"])
+	assert.Equal(t, "blocked", rawDoc(t, db, s, child)["status"])
 }
