@@ -16,10 +16,11 @@ import (
 // TestHelperFlowWorkerProcess is not a test: it is the worker process that the crash tests
 // of workflows start and kill. It processes the queue of RJQ_HELPER_FLOW_DB, at the
 // address it is given (a proxy), completing each job with the result "parent result",
-// with a heartbeat of 2 s (a run's lease ends 2 s after its last renewal).
+// with a heartbeat of 2 s (a run's lease ends 2 s after its last renewal), at concurrency 2
+// (a claim of its one job comes back short: it is then idle, with a slot free).
 func TestHelperFlowWorkerProcess(t *testing.T) {
 	q := helperQueue(t, "RJQ_HELPER_FLOW_DB", "the worker process of the crash tests of workflows",
-		queue.Options{MasterInterval: -1, Heartbeat: 2 * time.Second})
+		queue.Options{MasterInterval: -1, Heartbeat: 2 * time.Second, Concurrency: 2})
 	require.NoError(t, q.Process(func(context.Context, *job.Job) (any, error) { return "parent result", nil }))
 	select {} // until killed
 }

@@ -257,8 +257,9 @@ func (c *completer) write(outs []*outcome) error {
 
 // follow is the release that the write of outs, first written at at, makes of the
 // children of the one completed run among them whose job lists children (Config.Children),
-// when the queue, idle, reserves a slot for each of them at once (a claim under way is
-// not waited for); n is how many it reserved (0: none to make).
+// when the queue, idle, reserves a slot for each of them (waiting up to followWait for a
+// claim under way, a read that finds nothing on an idle queue); n is how many it reserved
+// (0: none to make).
 func (c *completer) follow(outs []*outcome, at time.Time) (f rdb.Follow, parent *outcome, n int) {
 	p := c.p
 	if p.cfg.Children == nil {
@@ -276,7 +277,7 @@ func (c *completer) follow(outs []*outcome, at time.Time) (f rdb.Follow, parent 
 			parent, kids = o, ids
 		}
 	}
-	if parent == nil || len(kids) > maxFollow || !p.reserve(len(kids), 0) {
+	if parent == nil || len(kids) > maxFollow || !p.reserve(len(kids), followWait) {
 		return f, nil, 0
 	}
 	f = rdb.Follow{Parent: parent.write.ID, Entry: parent.write.Entry.Document(), IDs: kids, Now: at}
@@ -285,6 +286,11 @@ func (c *completer) follow(outs []*outcome, at time.Time) (f rdb.Follow, parent 
 	}
 	return f, parent, len(kids)
 }
+
+// followWait bounds how long an outcome's write waits for a claim under way before it
+// leaves its children to the release (Processor.Reserve waits longer: no outcome waits
+// behind it).
+const followWait = 10 * time.Millisecond
 
 // maxFollow is the most children a parent's outcome write releases and claims.
 const maxFollow = 100
