@@ -398,6 +398,7 @@ const maxReleaseHere = 100
 // released raises the released events of the jobs ids and wakes the processor for those
 // that it did not claim itself.
 func (q *Queue) released(ids []string, claimed []*job.Job) {
+	q.flow.noteReleased(ids)
 	for _, id := range ids {
 		q.emit(Event{Type: EventReleased, JobID: id})
 	}
@@ -511,7 +512,7 @@ func (q *Queue) childrenOfCompleted(ctx context.Context, completed map[string]fi
 	}
 	for id, f := range completed {
 		for _, c := range f.children {
-			if !inIDs[c] {
+			if !inIDs[c] && !m.releasedHere[c] {
 				inIDs[c] = true
 				ids = append(ids, c)
 			}
@@ -716,6 +717,22 @@ type flowMover struct {
 	parents   map[string][]string
 	waitingOn map[string]string
 	kept      int
+	// releasedHere are the children released here (up to maxSeen of them): a Master's
+	// changefeed, which sees the parents that completed here complete too, does not
+	// make their release try again.
+	releasedHere map[string]bool
+}
+
+// noteReleased records the children ids released here.
+func (m *flowMover) noteReleased(ids []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.releasedHere == nil || len(m.releasedHere)+len(ids) > maxSeen {
+		m.releasedHere = make(map[string]bool, len(ids))
+	}
+	for _, id := range ids {
+		m.releasedHere[id] = true
+	}
 }
 
 // finishedParent is a completed job whose children are to be released: their ids, and
