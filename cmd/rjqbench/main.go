@@ -88,7 +88,7 @@ func parseFlags() flags {
 	flag.DurationVar(&scaleRetention, "scale-retention", 0, "stop -scale's retention pass after this long (0: let it end)")
 	flag.StringVar(&f.scale, "scale", "", "finished-job counts to fill a table with and measure at, e.g. 0,100000,1000000 (empty: none)")
 	flag.IntVar(&f.bulkN, "bulk", 0, "finished jobs to fill a table with and remove in bulk (as rjq remove --status does) while measuring processing (0: none)")
-	flag.IntVar(&f.rounds, "rounds", 1, "times to repeat each throughput measurement (the best is reported)")
+	flag.IntVar(&f.rounds, "rounds", 1, "times to repeat each throughput measurement (the best is reported; -workflow measures in turns, once per round, and reports each round's ratios and their median)")
 	flag.StringVar(&f.childMode, "child", "", "internal: run as a worker process of a cross-process measurement")
 	flag.StringVar(&f.childDB, "child-db", "", "internal: the worker's database")
 	flag.BoolVar(&f.childCount, "child-count", false, "internal: the worker counts its queries")
