@@ -82,10 +82,16 @@ func (a *activity) reserve(n, conc int) (ok bool, retry <-chan struct{}) {
 }
 
 // Started hands jobs inserted already claimed to the executor, and ends the reservation
-// of n slots that Reserve made for them.
+// of n slots that Reserve made for them. Slots reserved for jobs that were not claimed
+// (fewer jobs than n) are free again: the producer is woken for them, since a wake that
+// came while they were reserved found them taken (a child released, not claimed, wakes
+// it before its release's reservation ends).
 func (p *Processor) Started(n int, jobs []*job.Job) {
 	p.prod.start(jobs)
 	p.act.update(func(a *activity) { a.reserved -= n })
+	if n > len(jobs) {
+		p.prod.wake(false)
+	}
 }
 
 // Unreserve ends the reservation of n slots whose jobs were not inserted. unsure are the

@@ -82,6 +82,32 @@ func TestReservedSlotsAreNotClaimedAndTheirJobsRun(t *testing.T) {
 	assert.Equal(t, time.Duration(-1), h.p.prod.round(), "every slot taken")
 }
 
+// A job hinted while the one slot was reserved is claimed once the reservation ends
+// with nothing started: Started wakes the producer for the slot (a released child that
+// a release could not claim wakes it before the release's reservation ends).
+func TestAReservationThatStartsNothingWakesTheProducer(t *testing.T) {
+	h := newHarness(t, 1, true)
+	h.p.prod.round()
+	require.True(t, h.p.Reserve(1))
+	a := h.store.add(job.Normal, time.Now().Add(-time.Second))
+	h.p.Hint(a, self)
+	h.p.prod.round()
+	assert.Empty(t, h.of(EventActive), "the slot is reserved")
+	select {
+	case <-h.p.prod.wakeCh:
+	default:
+	}
+
+	h.p.Started(1, nil)
+	select {
+	case <-h.p.prod.wakeCh:
+	default:
+		t.Fatal("Started freed the slot and did not wake the producer")
+	}
+	h.p.prod.round()
+	assert.Equal(t, []string{a.ID}, h.of(EventActive))
+}
+
 func TestWaitIdleWaitsForAReservation(t *testing.T) {
 	h := newHarness(t, 1, true)
 	h.p.prod.round()
