@@ -51,6 +51,12 @@ func (c *runCounter) handler(ctx context.Context, j *job.Job) (any, error) {
 // (rethinkdb-go sends a query again on a new connection after a connection error, so the
 // second try meets the first one's effects.)
 func TestLostAnswersNeitherLoseNorRepeatWork(t *testing.T) {
+	if raceDetector {
+		// Seen three times (two CI logs, one local run), in its claim case: turning
+		// heartbeats off, below, did not keep the producer and the completer from
+		// redialling at once.
+		t.Skip("the lost answer makes the producer and the completer redial at once, which meets the driver's data race (rethinkdb/rethinkdb-go#488); run without -race (CI does)")
+	}
 	for name, marker := range map[string]string{
 		"outcome write": `"dateFinished"`,
 		"claim":         job.MessageActive,
