@@ -162,7 +162,8 @@ func TestALandedOutcomeIsNotTakenForTheNextRunsOutcome(t *testing.T) {
 	failures := &messageCounter{Handler: slog.DiscardHandler, msg: "writing outcomes failed"}
 	q, proxy := faultyQueue(t, f, queuetest.Options(queue.Options{MasterInterval: -1, NoChangeFeed: true, Heartbeat: -1,
 		Logger: slog.New(failures)}))
-	ctx := testContext(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // two backoffs of 30 s may come
+	t.Cleanup(cancel)
 	j := q.CreateJob(nil).SetRetryMax(3).SetRetryDelay(0)
 	_, err := q.AddJob(ctx, j)
 	require.NoError(t, err)
@@ -188,11 +189,21 @@ func TestALandedOutcomeIsNotTakenForTheNextRunsOutcome(t *testing.T) {
 	}
 	// The completer's tries are one at a time, a backoff apart: once one more has failed,
 	// the second run's outcome (added microseconds after its handler returned) is queued
-	// beside the first's, and the next try carries both.
-	require.Eventually(t, func() bool { return failures.n.Load() > before }, 20*time.Second, time.Millisecond)
+	// beside the first's, and the next try carries both. The backoff doubles up to 30 s
+	// (maxWriteBackoff): on a loaded machine the second run can come late enough that the
+	// next try, and the one after the faults are cleared, are that far apart.
+	require.Eventually(t, func() bool { return failures.n.Load() > before }, 40*time.Second, time.Millisecond)
 	proxy.ClearFaults()
 
-	e := waitFor(t, events, queue.EventCompleted, j.ID)
+	var e queue.Event
+	deadline := time.After(40 * time.Second)
+	for e.JobID != j.ID {
+		select {
+		case e = <-events:
+		case <-deadline:
+			t.Fatal("no completed event 40 s after the faults were cleared")
+		}
+	}
 	assert.True(t, e.Local)
 	require.Eventually(t, func() bool { return f.get(t, j.ID).Status == job.Completed }, 5*time.Second, 20*time.Millisecond,
 		"the second run's outcome is in the table, not only its event")
