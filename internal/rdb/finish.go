@@ -168,8 +168,14 @@ func (t *Table) Finish(ctx context.Context, outs []Outcome) (done []RunKey, err 
 	if err != nil {
 		return nil, fmt.Errorf("queue %s: write outcomes: %w", t.Name, err)
 	}
-	if res.Replaced == len(outs) {
-		done = make([]RunKey, len(outs))
+	return t.landed(ctx, outs, res.Replaced)
+}
+
+// landed returns the keys of the outcomes that a write of outs, which replaced replaced
+// documents, landed: all of them when it replaced one each, else those Landed reads.
+func (t *Table) landed(ctx context.Context, outs []Outcome, replaced int) ([]RunKey, error) {
+	if replaced == len(outs) {
+		done := make([]RunKey, len(outs))
 		for i, o := range outs {
 			done[i] = o.Key()
 		}

@@ -316,11 +316,7 @@ func (t *Table) releaseNeverRun(ctx context.Context, ids []string, done map[stri
 // lease, which returns the jobs it claimed. Those it did not claim are left to the
 // release's replace.
 func (t *Table) claimNeverRun(ctx context.Context, s Store, ids []string, done map[string]map[string]any, now time.Time, hb time.Duration) (Released, error) {
-	var got releasedRow
-	if err := t.writeReduced(ctx, t.claimNeverRunTerm(ids, done, now, hb), "release blocked jobs", &got, &got.writeErrors); err != nil {
-		return Released{}, err
-	}
-	return t.releasedFrom(s, got), nil
+	return t.writeReleased(ctx, s, t.claimNeverRunTerm(ids, done, now, hb))
 }
 
 // claimNeverRunTerm is claimNeverRun's write, reduced to a releasedRow.
@@ -392,14 +388,7 @@ func (t *Table) FinishRelease(ctx context.Context, s Store, outs []Outcome, f Fo
 			rel.Unreadable = errors.Join(rel.Unreadable, fmt.Errorf("queue %s: release blocked jobs: rethinkdb: %s", t.Name, got.Release.FirstError))
 		}
 	}
-	if got.Finish.Replaced == len(outs) {
-		done := make([]RunKey, len(outs))
-		for i, o := range outs {
-			done[i] = o.Key()
-		}
-		return done, rel, nil
-	}
-	done, err := t.Landed(ctx, outs)
+	done, err := t.landed(ctx, outs, got.Finish.Replaced)
 	return done, rel, err
 }
 
