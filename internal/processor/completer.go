@@ -214,6 +214,13 @@ func (c *completer) write(outs []*outcome) error {
 	}
 	var done []rdb.RunKey
 	var err error
+	var f rdb.Follow
+	var parent *outcome
+	var n int
+	if len(retried) == 0 {
+		f, parent, n = c.follow(outs, at)
+	}
+	c.release(outs)
 	if len(retried) > 0 {
 		// An earlier try of these may have landed: write those that did not, and count
 		// those that did as written. Outcomes are told apart by job and run, so a run's
@@ -227,7 +234,7 @@ func (c *completer) write(outs []*outcome) error {
 				done = append(done, more...)
 			}
 		}
-	} else if f, parent, n := c.follow(outs, at); n > 0 {
+	} else if n > 0 {
 		var rel rdb.Released
 		done, rel, err = p.cfg.Store.FinishRelease(ctx, p.cfg.Jobs, writes, f)
 		if err != nil || rel.Unreadable != nil {
@@ -277,14 +284,35 @@ func (c *completer) follow(outs []*outcome, at time.Time) (f rdb.Follow, parent 
 			parent, kids = o, ids
 		}
 	}
-	if parent == nil || len(kids) > maxFollow || !p.reserve(len(kids), followWait) {
+	if parent == nil || len(kids) > maxFollow {
 		return f, nil, 0
 	}
+	// The parent's slot, held since its run ended (executor.hold), counts for one child,
+	// as long as nothing claimable waits that the child would overtake.
+	held := parent.held
+	if held > 0 && (!p.prod.knowsNothing(time.Now()) || !p.cfg.Claiming() || p.hard.Err() != nil) {
+		return f, nil, 0
+	}
+	if more := len(kids) - held; more > 0 && !p.reserve(more, followWait) {
+		return f, nil, 0
+	}
+	parent.held = 0
 	f = rdb.Follow{Parent: parent.write.ID, Entry: parent.write.Entry.Document(), IDs: kids, Now: at}
 	if p.cfg.Heartbeat > 0 {
 		f.HB = HeartbeatLease(p.cfg.Heartbeat)
 	}
 	return f, parent, len(kids)
+}
+
+// release frees the slots that outs still hold for children they did not follow.
+func (c *completer) release(outs []*outcome) {
+	n := 0
+	for _, o := range outs {
+		n, o.held = n+o.held, 0
+	}
+	if n > 0 {
+		c.p.Unreserve(n, nil)
+	}
 }
 
 // followWait bounds how long an outcome's write waits for a claim under way before it

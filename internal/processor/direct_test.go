@@ -132,3 +132,65 @@ func TestAnInsertThatLostItsAnswerIsLookedFor(t *testing.T) {
 	h.p.prod.round()
 	assert.Equal(t, []string{landed.ID}, h.of(EventActive), "the job the insert wrote runs here")
 }
+
+// A completed run of a job that lists children keeps its slot for them: its end does not
+// wake the producer to claim (a read that would find nothing, and that the outcome's
+// write would wait for), and the outcome's write starts the child in that slot. When the
+// queue knows of a job to claim, the slot is freed for it instead.
+func TestACompletedParentHandsItsSlotToItsChild(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		setup   func(h *harness)
+		follows int
+	}{
+		{name: "nothing else to claim", follows: 1},
+		{name: "a job is hinted", setup: func(h *harness) { h.p.Hint(job.New(nil, job.Options{}), "another queue") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, 1, true)
+			parent := h.store.add(job.Normal, time.Now().Add(-time.Second))
+			child := h.store.blocked()
+			h.p.cfg.Children = func(j *job.Job) []string {
+				if j.ID == parent.ID {
+					return []string{child.ID}
+				}
+				return nil
+			}
+			h.p.prod.round()
+			require.Equal(t, []string{parent.ID}, h.of(EventActive))
+			h.p.prod.idle = true // as after a read that found nothing more
+			if tc.setup != nil {
+				tc.setup(h)
+			}
+			drain := func() bool {
+				select {
+				case <-h.p.prod.wakeCh:
+					return true
+				default:
+					return false
+				}
+			}
+			drain()
+			h.open.Do(func() { close(h.release) })
+			require.Eventually(t, func() bool {
+				h.p.act.mu.Lock()
+				defer h.p.act.mu.Unlock()
+				return h.p.act.running == 0 && h.p.act.pending == 1
+			}, 5*time.Second, time.Millisecond)
+			assert.False(t, drain(), "the parent's end woke the producer")
+
+			require.NoError(t, h.p.comp.write(h.p.comp.take()))
+			assert.Equal(t, tc.follows, h.store.follows)
+			h.p.act.mu.Lock()
+			reserved := h.p.act.reserved
+			h.p.act.mu.Unlock()
+			assert.Zero(t, reserved, "no slot stays reserved")
+			if tc.follows > 0 {
+				assert.Contains(t, h.of(EventProcessing), child.ID, "the child started from the outcome's write")
+			} else {
+				assert.NotContains(t, h.of(EventProcessing), child.ID)
+				assert.True(t, drain(), "the freed slot wakes the producer")
+			}
+		})
+	}
+}

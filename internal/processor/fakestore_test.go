@@ -23,8 +23,9 @@ type fakeStore struct {
 	takenElsewhere bool
 	workers        []string
 
-	reads  int // ReadCandidates calls
-	claims int // Claim calls
+	reads   int // ReadCandidates calls
+	claims  int // Claim calls
+	follows int // FinishRelease calls whose parent's outcome landed
 	// loseFinish is how many more Finish calls land and then lose their answer.
 	loseFinish int
 	// finished are the outcomes Finish applied, in order.
@@ -161,11 +162,36 @@ func (s *fakeStore) insertClaimed() *job.Job {
 	return &c
 }
 
-// FinishRelease is Finish: the fake holds no workflows (the processor's tests set no
-// Config.Children).
-func (s *fakeStore) FinishRelease(ctx context.Context, _ rdb.Store, outs []rdb.Outcome, _ rdb.Follow) ([]rdb.RunKey, rdb.Released, error) {
+// FinishRelease is Finish that, once the outcome of f's parent landed, claims those of
+// f's children that are blocked (the fake keeps no parents: a blocked job is a child).
+func (s *fakeStore) FinishRelease(ctx context.Context, _ rdb.Store, outs []rdb.Outcome, f rdb.Follow) ([]rdb.RunKey, rdb.Released, error) {
 	done, err := s.Finish(ctx, outs)
-	return done, rdb.Released{}, err
+	if err != nil || !slices.ContainsFunc(done, func(k rdb.RunKey) bool { return k.ID == f.Parent }) {
+		return done, rdb.Released{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.follows++
+	var rel rdb.Released
+	for _, id := range f.IDs {
+		if j, ok := s.jobs[id]; ok && j.Status == job.Blocked {
+			j.Status, j.ProcessCount, j.QueueID, j.DateStarted, j.DateEnable = job.Active, 1, s.queueID, f.Now, f.Now.Add(time.Minute)
+			c := *j
+			rel.Claimed = append(rel.Claimed, &c)
+		}
+	}
+	return done, rel, nil
+}
+
+// blocked puts a blocked job in the table.
+func (s *fakeStore) blocked() *job.Job {
+	j := job.New(nil, job.Options{})
+	j.Status = job.Blocked
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.jobs[j.ID] = j
+	c := *j
+	return &c
 }
 
 func (s *fakeStore) Finish(_ context.Context, outs []rdb.Outcome) ([]rdb.RunKey, error) {

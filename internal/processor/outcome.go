@@ -37,6 +37,9 @@ type outcome struct {
 	// claimed are the children that the outcome's write released and claimed here (see
 	// completer.follow).
 	claimed []*job.Job
+	// held is the run's slot, kept reserved for its children when its run ended (see
+	// executor.hold): 1 or 0.
+	held int
 }
 
 // finish turns what the handler returned into the run's outcome: nil when there is

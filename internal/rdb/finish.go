@@ -119,30 +119,34 @@ func (t *Table) outcomeGroups(outs []Outcome) []*outcomeGroup {
 // finishTerm is the update that writes one group of outcomes.
 func (t *Table) finishTerm(g *outcomeGroup) r.Term {
 	return r.Expr(g.lookup).Do(func(l r.Term) r.Term {
-		return t.Term().GetAll(g.ids...).Update(func(row r.Term) any {
-			id := row.Field(docfmt.ID)
-			var trunc any
-			if g.nearLimit {
-				trunc = l.Field("t").Field(id)
-			}
-			set := map[string]any{
-				docfmt.Status:       string(g.status),
-				docfmt.DateFinished: g.finished,
-				docfmt.QueueID:      t.QueueID,
-				docfmt.Log:          t.appendEntry(row.Field(docfmt.Log), l.Field("e").Field(id), trunc, g.nearLimit),
-			}
-			if g.hasProgress {
-				set[docfmt.Progress] = g.progress
-			}
-			if g.hasRetries {
-				set[docfmt.RetryCount] = g.retries
-			}
-			if g.hasEnable {
-				set[docfmt.DateEnable] = l.Field("d").Field(id)
-			}
-			return r.Branch(ownedBy(row, g.pc), set, nil)
-		})
+		return t.Term().GetAll(g.ids...).Update(func(row r.Term) any { return t.finishRow(g, l, row) })
 	})
+}
+
+// finishRow is what the update of g writes on row, the job of one of its outcomes, given
+// l, g's lookup bound on the server: nothing unless the job is still active in the run.
+func (t *Table) finishRow(g *outcomeGroup, l, row r.Term) r.Term {
+	id := row.Field(docfmt.ID)
+	var trunc any
+	if g.nearLimit {
+		trunc = l.Field("t").Field(id)
+	}
+	set := map[string]any{
+		docfmt.Status:       string(g.status),
+		docfmt.DateFinished: g.finished,
+		docfmt.QueueID:      t.QueueID,
+		docfmt.Log:          t.appendEntry(row.Field(docfmt.Log), l.Field("e").Field(id), trunc, g.nearLimit),
+	}
+	if g.hasProgress {
+		set[docfmt.Progress] = g.progress
+	}
+	if g.hasRetries {
+		set[docfmt.RetryCount] = g.retries
+	}
+	if g.hasEnable {
+		set[docfmt.DateEnable] = l.Field("d").Field(id)
+	}
+	return r.Branch(ownedBy(row, g.pc), set, nil)
 }
 
 // RunKey names one run's outcome: its job and its claim. Two outcomes of one job (a run

@@ -323,25 +323,37 @@ func (t *Table) claimNeverRun(ctx context.Context, s Store, ids []string, done m
 func (t *Table) claimNeverRunTerm(ids []string, done map[string]map[string]any, now time.Time, hb time.Duration) r.Term {
 	return t.withDone(done, func(ready func(row r.Term) r.Term, results func(row r.Term) any) r.Term {
 		return t.Term().GetAll(Anys(ids)...).Update(func(row r.Term) any {
-			return r.Branch(claimableAtRelease(row).And(t.neverRun(row, 2)).And(ready(row)), map[string]any{
-				docfmt.Status:        string(job.Active),
-				docfmt.DateStarted:   now,
-				docfmt.DateEnable:    leaseTerm(row, now, hb),
-				docfmt.ProcessCount:  1,
-				docfmt.ParentResults: results(row),
-				docfmt.Log: row.Field(docfmt.Log).Append(t.constEntry(job.MessageReleased, job.Waiting, now)).
-					Append(t.constEntry(job.MessageActive, job.Active, now)),
-				docfmt.QueueID: t.QueueID,
-			}, nil)
+			return t.claimNeverRunRow(row, ready(row), results(row), now, hb)
 		}, r.UpdateOpts{ReturnChanges: true}).Do(func(res r.Term) any {
 			return map[string]any{
-				"claimed": res.Field("changes").Default([]any{}).Filter(func(c r.Term) r.Term {
-					return c.Field("new_val").Default(nil).Field(docfmt.Status).Default(nil).Eq(string(job.Active))
-				}).Field("new_val"),
+				"claimed":     claimedChanges(res.Field("changes").Default([]any{})).Field("new_val"),
 				"errors":      res.Field("errors"),
 				"first_error": res.Field("first_error").Default(""),
 			}
 		})
+	})
+}
+
+// claimNeverRunRow is what claimNeverRun writes on row when it is ready: the release's
+// and the claim's entries and the parents' results.
+func (t *Table) claimNeverRunRow(row, ready r.Term, results any, now time.Time, hb time.Duration) r.Term {
+	return r.Branch(claimableAtRelease(row).And(t.neverRun(row, 2)).And(ready), map[string]any{
+		docfmt.Status:        string(job.Active),
+		docfmt.DateStarted:   now,
+		docfmt.DateEnable:    leaseTerm(row, now, hb),
+		docfmt.ProcessCount:  1,
+		docfmt.ParentResults: results,
+		docfmt.Log: row.Field(docfmt.Log).Append(t.constEntry(job.MessageReleased, job.Waiting, now)).
+			Append(t.constEntry(job.MessageActive, job.Active, now)),
+		docfmt.QueueID: t.QueueID,
+	}, nil)
+}
+
+// claimedChanges are the changes of a write that made a blocked job active.
+func claimedChanges(changes r.Term) r.Term {
+	return changes.Filter(func(c r.Term) r.Term {
+		return c.Field("old_val").Default(nil).Field(docfmt.Status).Default(nil).Eq(string(job.Blocked)).
+			And(c.Field("new_val").Default(nil).Field(docfmt.Status).Default(nil).Eq(string(job.Active)))
 	})
 }
 
@@ -356,40 +368,112 @@ type Follow struct {
 	HB     time.Duration
 }
 
-// FinishRelease is Finish that, in the same query and only when every outcome landed,
-// releases and claims for this queue those of the children of f that never ran and have
-// f's parent alone (as ReleaseClaimNeverRun): a child of a chain starts one write after
-// its parent's handler returned, not two. The others are left blocked, for the caller to
-// release as after Finish. Outcomes of several groups (see outcomeGroups) are written
-// by Finish alone. Released.Unreadable also says why the release failed while the
-// outcomes landed: the children it may have claimed are then unsure.
+// FinishRelease is Finish that, in the same write and only when the outcome of f's
+// parent lands, releases and claims for this queue those of the children of f that never
+// ran and have f's parent alone (as ReleaseClaimNeverRun): a child of a chain starts one
+// write after its parent's handler returned, one flush, not two. The others are left
+// blocked, for the caller to release as after Finish. Outcomes of several groups (see
+// outcomeGroups) are written by Finish alone. Released.Unreadable says why children it
+// claimed cannot be read: they stay active, for the review.
+//
+// The outcomes and the children are the documents of one update: a child is claimed when
+// its parent, as the update reads it (NonAtomic), is still active in the run, the
+// guard of the parent's own outcome. A document's write is atomic, two documents' are
+// not: should another writer change the parent between that read and the outcome's
+// write (a cancel, a review), the outcome does not land, and the same query puts the
+// children it claimed back as they were (each only while it is as the claim left it),
+// before any worker may run them.
 func (t *Table) FinishRelease(ctx context.Context, s Store, outs []Outcome, f Follow) ([]RunKey, Released, error) {
 	groups := t.outcomeGroups(outs)
-	if len(groups) != 1 || len(f.IDs) == 0 {
+	if len(groups) != 1 || len(f.IDs) == 0 || groups[0].status != job.Completed {
 		done, err := t.Finish(ctx, outs)
 		return done, Released{}, err
 	}
-	release := t.claimNeverRunTerm(f.IDs, map[string]map[string]any{f.Parent: f.Entry}, f.Now, f.HB)
-	term := r.Do(t.finishTerm(groups[0]), func(res r.Term) any {
-		landed := res.Field("replaced").Default(0).Eq(len(outs))
-		return map[string]any{"finish": res, "release": r.Branch(landed, release, nil)}
-	})
 	var got struct {
-		Finish  WriteResult  `rethinkdb:"finish"`
-		Release *releasedRow `rethinkdb:"release"`
+		Replaced int `rethinkdb:"replaced"`
+		releasedRow
 	}
-	if err := t.WriteOne(ctx, term, &got); err != nil {
+	if err := t.WriteOne(ctx, t.finishReleaseTerm(groups[0], f), &got); err != nil {
 		return nil, Released{}, fmt.Errorf("queue %s: write outcomes: %w", t.Name, err)
 	}
-	var rel Released
-	if got.Release != nil {
-		rel = t.releasedFrom(s, *got.Release)
-		if got.Release.Errors > 0 {
-			rel.Unreadable = errors.Join(rel.Unreadable, fmt.Errorf("queue %s: release blocked jobs: rethinkdb: %s", t.Name, got.Release.FirstError))
+	rel := t.releasedFrom(s, got.releasedRow)
+	if got.Errors > 0 && len(got.Claimed) > 0 {
+		rel.Unreadable = errors.Join(rel.Unreadable, fmt.Errorf("queue %s: write outcomes and release blocked jobs: rethinkdb: %s", t.Name, got.FirstError))
+	}
+	done, err := t.landed(ctx, outs, got.Replaced)
+	return done, rel, err
+}
+
+// finishReleaseTerm is FinishRelease's write of g, whose outcomes are completions, and
+// f's children, reduced to the outcomes it replaced and the children it claimed.
+func (t *Table) finishReleaseTerm(g *outcomeGroup, f Follow) r.Term {
+	outcome := make(map[string]bool, len(g.ids))
+	for _, id := range g.ids {
+		outcome[id.(string)] = true
+	}
+	var kids []any
+	for _, id := range f.IDs {
+		if !outcome[id] && !slices.Contains(kids, any(id)) {
+			kids = append(kids, id)
 		}
 	}
-	done, err := t.landed(ctx, outs, got.Finish.Replaced)
-	return done, rel, err
+	isKid := func(id r.Term) r.Term { return r.Expr(kids).Contains(id) }
+	// The parent as the update reads it: its outcome's guard holds there, or the outcome
+	// has landed already (RethinkDB 2.4 reads documents as they were before the update,
+	// but nothing promises that).
+	parentOwned := r.Do(t.Term().Get(f.Parent), func(p r.Term) r.Term {
+		return ownedBy(p, g.pc).Or(t.holdsOutcome(p, g))
+	})
+	done := map[string]map[string]any{f.Parent: f.Entry}
+	return r.Expr(g.lookup).Do(func(l r.Term) r.Term {
+		return t.withDone(done, func(ready func(row r.Term) r.Term, results func(row r.Term) any) r.Term {
+			return t.Term().GetAll(append(slices.Clone(g.ids), kids...)...).Update(func(row r.Term) any {
+				return r.Branch(isKid(row.Field(docfmt.ID)),
+					t.claimNeverRunRow(row, ready(row).And(parentOwned), results(row), f.Now, f.HB),
+					t.finishRow(g, l, row))
+			}, r.UpdateOpts{ReturnChanges: true, NonAtomic: true}).Do(func(res r.Term) any {
+				changes := res.Field("changes").Default([]any{})
+				// The write changes a child only with its claim, and the parent only with
+				// its outcome (finishRow).
+				return r.Do(claimedChanges(changes), func(claimed r.Term) any {
+					landed := changes.Contains(func(c r.Term) r.Term {
+						return c.Field("new_val").Default(nil).Field(docfmt.ID).Default(nil).Eq(f.Parent)
+					})
+					reduced := func(run any) map[string]any {
+						return map[string]any{
+							"replaced":    changes.Count().Sub(claimed.Count()),
+							"claimed":     run,
+							"errors":      res.Field("errors"),
+							"first_error": res.Field("first_error").Default(""),
+						}
+					}
+					return r.Branch(landed.Or(claimed.IsEmpty()), reduced(claimed.Field("new_val")),
+						r.Do(t.unclaim(kids, claimed), func(any) any { return reduced([]any{}) }))
+				})
+			})
+		})
+	})
+}
+
+// holdsOutcome is true on doc, a job of g, when it holds g's outcome.
+func (t *Table) holdsOutcome(doc r.Term, g *outcomeGroup) r.Term {
+	return doc.Field(docfmt.Status).Default(nil).Eq(string(g.status)).
+		And(doc.Field(docfmt.DateFinished).Default(nil).Eq(g.finished)).
+		And(doc.Field(docfmt.QueueID).Default(nil).Eq(t.QueueID))
+}
+
+// unclaim puts the children of claimed (the changes of their claim) back as they were,
+// each only while it is as the claim left it.
+func (t *Table) unclaim(kids []any, claimed r.Term) r.Term {
+	return r.Do(claimed.Map(func(c r.Term) any {
+		return []any{c.Field("new_val").Field(docfmt.ID), c}
+	}).CoerceTo("object"), func(byID r.Term) r.Term {
+		return t.Term().GetAll(kids...).Replace(func(row r.Term) any {
+			c := byID.Field(row.Field(docfmt.ID)).Default(nil)
+			old := c.Field("old_val").Default(nil)
+			return r.Branch(old.Ne(nil).And(row.Eq(c.Field("new_val").Default(nil))), old, row)
+		})
+	})
 }
 
 // withDone builds a release's write, given ready (a row whose parents are all in done: for one parent,
