@@ -21,7 +21,8 @@ import (
 //     dateFinished) to its child's start (its handler), beside add → start on an idle
 //     queue, in turns, once per round (-rounds), each round's ratio printed;
 //   - one parent with 10,000 children: the children released after the parent completed,
-//     beside one AddJob of 10,000 jobs, and beside plain status updates of as many
+//     beside one AddJob of 10,000 jobs (on a queue without a changefeed, as the -add row,
+//     and on one that follows it, as the fan-out's queue), and beside plain status updates of as many
 //     blocked children (fanOutFloor), in turns, once per round, each round's ratio
 //     printed and their median taken;
 //   - one child of 1,000 parents, 10 times: from the last parent's completion to the
@@ -33,8 +34,8 @@ func (b bench) workflowRows() {
 	// per round: a ratio is taken within a round, so that this machine's swings (its disk
 	// makes every query twice as slow at times) move both sides of it.
 	var lat, hops []time.Duration
-	var hopRatios, addRatios, floorRatios []float64
-	var rels, adds, floors []float64
+	var hopRatios, addRatios, feedRatios, floorRatios []float64
+	var rels, adds, feedAdds, floors []float64
 	for range max(b.rounds, 1) {
 		l, err := measureLatency(b.ctx, b.addr, 200)
 		if err != nil {
@@ -50,6 +51,10 @@ func (b bench) workflowRows() {
 		if err != nil {
 			log.Fatalf("AddJob: %v", err)
 		}
+		feedAdd, err := measureAddOn(b.ctx, b.addr, 10000, b.cpu, true)
+		if err != nil {
+			log.Fatalf("AddJob with a changefeed: %v", err)
+		}
 		rel, err := measureFanOut(b.ctx, b.addr, 10000)
 		if err != nil {
 			log.Fatalf("fan-out: %v", err)
@@ -58,8 +63,8 @@ func (b bench) workflowRows() {
 		if err != nil {
 			log.Fatalf("fan-out floor: %v", err)
 		}
-		rels, adds, floors = append(rels, rel), append(adds, add.jobsPerSec), append(floors, floor)
-		addRatios, floorRatios = append(addRatios, rel/add.jobsPerSec), append(floorRatios, rel/floor)
+		rels, adds, feedAdds, floors = append(rels, rel), append(adds, add.jobsPerSec), append(feedAdds, feedAdd.jobsPerSec), append(floors, floor)
+		addRatios, feedRatios, floorRatios = append(addRatios, rel/add.jobsPerSec), append(feedRatios, rel/feedAdd.jobsPerSec), append(floorRatios, rel/floor)
 	}
 	for _, p := range []float64{50, 99} {
 		fmt.Printf("| workflow: chain of 200 at C=1, hop (parent completed → child started) p%.0f | %s | | add → start on an idle queue p%.0f: %s | %s | | | | | |\n",
@@ -69,6 +74,9 @@ func (b bench) workflowRows() {
 	fmt.Printf("| workflow: 1 parent, 10,000 children released, jobs/s (median of rounds) | %.0f | | AddJob of 10,000: %.0f | %s | | | | | |\n",
 		median(rels), median(adds), ratio(median(addRatios), 1))
 	fmt.Printf("| workflow: released ÷ AddJob, each round | %s | | | median %s | | | | | |\n", ratios(addRatios), ratio(median(addRatios), 1))
+	fmt.Printf("| workflow: the same, beside AddJob of 10,000 on a queue that follows its changefeed, as the fan-out's does, jobs/s | %.0f | | %.0f | %s | | | | | |\n",
+		median(rels), median(feedAdds), ratio(median(feedRatios), 1))
+	fmt.Printf("| workflow: released ÷ AddJob with a changefeed, each round | %s | | | median %s | | | | | |\n", ratios(feedRatios), ratio(median(feedRatios), 1))
 	fmt.Printf("| workflow: the same, beside plain status updates of the 10,000 children, jobs/s | %.0f | | %.0f | %s | | | | | |\n",
 		median(rels), median(floors), ratio(median(floorRatios), 1))
 	var fanIn []time.Duration

@@ -342,6 +342,9 @@ func (q *Queue) release(ctx context.Context, ids []string, done map[string]map[s
 				release = q.db.ReleaseNeverRun
 			}
 			released, err := release(ctx, chunk, done, now)
+			// Each batch's children are announced, and may run, as soon as it lands: a
+			// fan-out of 10,000 starts its first children after one batch, not ten.
+			q.released(released, nil)
 			mu.Lock()
 			defer mu.Unlock()
 			errs = append(errs, err)
@@ -349,7 +352,6 @@ func (q *Queue) release(ctx context.Context, ids []string, done map[string]map[s
 		}()
 	}
 	wg.Wait()
-	q.released(out, nil)
 	return out, errors.Join(errs...)
 }
 
