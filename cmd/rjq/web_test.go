@@ -102,6 +102,19 @@ func within(t *testing.T, ctx context.Context, d time.Duration, what string, act
 	require.NoError(t, chromedp.Do(ctx, actions...), "waiting for %s", what)
 }
 
+// click clicks the element sel in the page itself, once it is there: the dashboard
+// redraws its tables every few seconds, and a node that chromedp.Click found may be gone
+// by the time it clicks it ("Could not find node with given id").
+func click(t *testing.T, ctx context.Context, what, sel string) {
+	t.Helper()
+	poll[bool](t, ctx, 20*time.Second, what, fmt.Sprintf(`(() => {
+		const e = document.querySelector(%q);
+		if (!e) return false;
+		e.click();
+		return true;
+	})()`, sel))
+}
+
 // poll waits for a JavaScript expression to become truthy and returns its value.
 func poll[T any](t *testing.T, ctx context.Context, d time.Duration, what, expr string) T {
 	t.Helper()
@@ -213,7 +226,7 @@ func TestDashboardInABrowser(t *testing.T) {
 		assert.Equal(t, "waiting", status)
 
 		t.Run("its cancel button cancels it", func(t *testing.T) {
-			within(t, bctx, 20*time.Second, "the cancel click", chromedp.Click(chromedp.CSS(row+" button.cancel")))
+			click(t, bctx, "the cancel button", row+" button.cancel")
 			require.Eventually(t, func() bool {
 				got, err := lib.GetJob(ctx, id)
 				return err == nil && got[0].Status == job.Cancelled
@@ -297,10 +310,8 @@ func TestDashboardInABrowser(t *testing.T) {
 		screenshot(t, bctx, "rjq-web-dashboard.png")
 
 		// The job's page, reached by its link, moves its own bar.
-		within(t, bctx, 20*time.Second, "the job's page",
-			chromedp.Click(chromedp.CSS(row+" a")),
-			chromedp.WaitVisible(chromedp.CSS("#jobview")),
-		)
+		click(t, bctx, "the job's link", row+" a")
+		within(t, bctx, 20*time.Second, "the job's page", chromedp.WaitVisible(chromedp.CSS("#jobview")))
 		poll[float64](t, bctx, 20*time.Second, "the page's bar at 50%", barWidth("#jobprogress", 50))
 		steps <- 75
 		poll[float64](t, bctx, 20*time.Second, "the page's bar at 75%", barWidth("#jobprogress", 75))
@@ -335,19 +346,15 @@ func TestDashboardInABrowser(t *testing.T) {
 		poll[bool](t, bctx, 20*time.Second, "the new queue in the overview, with its 2 waiting jobs",
 			fmt.Sprintf(`document.querySelector(%q)?.children[1]?.textContent === "2"`, row))
 		screenshot(t, bctx, "rjq-web-overview.png")
-		within(t, bctx, 20*time.Second, "the other queue's dashboard",
-			chromedp.Click(chromedp.CSS(row+" a")),
-			chromedp.WaitVisible(chromedp.CSS("#count-waiting")),
-		)
+		click(t, bctx, "the other queue's link", row+" a")
+		within(t, bctx, 20*time.Second, "the other queue's dashboard", chromedp.WaitVisible(chromedp.CSS("#count-waiting")))
 		poll[bool](t, bctx, 20*time.Second, "its own counts", `document.getElementById("queue").textContent === "reports" &&
 			document.getElementById("count-waiting").textContent.includes("2")`)
 		loc, err := chromedp.Run(bctx, chromedp.Evaluate[string](`location.pathname`))
 		require.NoError(t, err)
 		assert.True(t, strings.HasSuffix(loc, "/ops/queue/q/reports/"), "under the mount's prefix: %s", loc)
-		within(t, bctx, 20*time.Second, "back to the first queue",
-			chromedp.Click(chromedp.CSS(`#queues tr[data-queue="`+name+`"] a`)),
-			chromedp.WaitVisible(chromedp.CSS("#count-waiting")),
-		)
+		click(t, bctx, "the first queue's link", `#queues tr[data-queue="`+name+`"] a`)
+		within(t, bctx, 20*time.Second, "back to the first queue", chromedp.WaitVisible(chromedp.CSS("#count-waiting")))
 		poll[bool](t, bctx, 20*time.Second, "the first queue again", fmt.Sprintf(`document.getElementById("queue").textContent === %q`, name))
 	})
 
@@ -487,7 +494,7 @@ func TestDashboardInABrowser(t *testing.T) {
 				text("limits").includes("10 per 60 s") && text("limits").includes("at most 2") &&
 				text("groups").includes("acme") && text("groups").includes("at most 3");
 		})()`)
-		within(t, bctx, 20*time.Second, "remove the limit", chromedp.Click(chromedp.CSS(`#limits button[data-name="welcome"]`)))
+		click(t, bctx, "the limit's remove button", `#limits button[data-name="welcome"]`)
 		require.Eventually(t, func() bool {
 			limits, err := lib.Limits(ctx)
 			return err == nil && len(limits) == 0
