@@ -22,7 +22,8 @@ import (
 //     queue, in turns, once per round (-rounds), each round's ratio printed;
 //   - one parent with 10,000 children: the children released after the parent completed,
 //     beside one AddJob of 10,000 jobs (on a queue without a changefeed, as the -add row,
-//     and on one that follows it, as the fan-out's queue), and beside plain status updates of as many
+//     and on one that follows it, as the fan-out's queue; and the fan-out again on a queue
+//     without a changefeed, beside the former), and beside plain status updates of as many
 //     blocked children (fanOutFloor), in turns, once per round, each round's ratio
 //     printed and their median taken;
 //   - one child of 1,000 parents, 10 times: from the last parent's completion to the
@@ -36,6 +37,7 @@ func (b bench) workflowRows() {
 	var lat, hops []time.Duration
 	var hopRatios, addRatios, feedRatios, floorRatios []float64
 	var rels, adds, feedAdds, floors []float64
+	var quiets, quietRatios []float64
 	for range max(b.rounds, 1) {
 		l, err := measureLatency(b.ctx, b.addr, 200)
 		if err != nil {
@@ -55,10 +57,16 @@ func (b bench) workflowRows() {
 		if err != nil {
 			log.Fatalf("AddJob with a changefeed: %v", err)
 		}
-		rel, err := measureFanOut(b.ctx, b.addr, 10000)
+		rel, err := measureFanOut(b.ctx, b.addr, 10000, true)
 		if err != nil {
 			log.Fatalf("fan-out: %v", err)
 		}
+		quiet, err := measureFanOut(b.ctx, b.addr, 10000, false)
+		if err != nil {
+			log.Fatalf("fan-out without a changefeed: %v", err)
+		}
+		quietRatios = append(quietRatios, quiet/add.jobsPerSec)
+		quiets = append(quiets, quiet)
 		floor, err := fanOutFloor(b.ctx, b.addr, 10000)
 		if err != nil {
 			log.Fatalf("fan-out floor: %v", err)
@@ -77,6 +85,9 @@ func (b bench) workflowRows() {
 	fmt.Printf("| workflow: the same, beside AddJob of 10,000 on a queue that follows its changefeed, as the fan-out's does, jobs/s | %.0f | | %.0f | %s | | | | | |\n",
 		median(rels), median(feedAdds), ratio(median(feedRatios), 1))
 	fmt.Printf("| workflow: released ÷ AddJob with a changefeed, each round | %s | | | median %s | | | | | |\n", ratios(feedRatios), ratio(median(feedRatios), 1))
+	fmt.Printf("| workflow: the fan-out on a queue without a changefeed, beside AddJob without one, jobs/s | %.0f | | %.0f | %s | | | | | |\n",
+		median(quiets), median(adds), ratio(median(quietRatios), 1))
+	fmt.Printf("| workflow: released without a changefeed ÷ AddJob without one, each round | %s | | | median %s | | | | | |\n", ratios(quietRatios), ratio(median(quietRatios), 1))
 	fmt.Printf("| workflow: the same, beside plain status updates of the 10,000 children, jobs/s | %.0f | | %.0f | %s | | | | | |\n",
 		median(rels), median(floors), ratio(median(floorRatios), 1))
 	var fanIn []time.Duration
@@ -220,13 +231,16 @@ func measureChain(ctx context.Context, addr string, n int) ([]time.Duration, err
 	return hops, nil
 }
 
-func measureFanOut(ctx context.Context, addr string, n int) (float64, error) {
+// measureFanOut times the release of n children of one parent that runs on a queue that
+// follows its changefeed, or not (feed): the queue that completes a parent releases its
+// children either way.
+func measureFanOut(ctx context.Context, addr string, n int, feed bool) (float64, error) {
 	_, db, drop, err := scratch(addr)
 	if err != nil {
 		return 0, err
 	}
 	defer drop()
-	q, err := newQueue(ctx, addr, db, queue.Options{Concurrency: 1})
+	q, err := newQueue(ctx, addr, db, queue.Options{Concurrency: 1, NoChangeFeed: !feed})
 	if err != nil {
 		return 0, err
 	}
