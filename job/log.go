@@ -30,6 +30,9 @@ const (
 	// MessageReleased is the log message of a job of a workflow whose parents have all
 	// completed: it is waiting from then on (SetDependsOn).
 	MessageReleased = "Job released: every parent completed"
+	// MessageBlockedAgain is the log message of a job of a workflow put back blocked
+	// after a claim whose parent's outcome did not land (a write whose answer was lost).
+	MessageBlockedAgain = "Job blocked again: a parent had not completed"
 )
 
 // LogEntry is one entry of a job's log, stored in the document's "log" array.

@@ -3,6 +3,7 @@ package rdb
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
@@ -300,7 +301,9 @@ func (t *Table) ReadStamps(ctx context.Context, ids []string) (map[string]Stampe
 }
 
 // ReadClaimedHere reads the jobs of ids that are active in this queue's name, for the
-// claims of a write whose answer was lost.
+// claims of a write whose answer was lost. A child among them whose parents have not all
+// completed is put back blocked, not returned: only a FinishRelease whose undo never ran
+// (the server stopped between the two) leaves one so.
 func (t *Table) ReadClaimedHere(ctx context.Context, s Store, ids []string) ([]*job.Job, error) {
 	term := t.Term().GetAll(Anys(ids)...).Filter(map[string]any{docfmt.Status: string(job.Active), docfmt.QueueID: t.QueueID})
 	var docs []map[string]any
@@ -308,10 +311,67 @@ func (t *Table) ReadClaimedHere(ctx context.Context, s Store, ids []string) ([]*
 		return nil, err
 	}
 	var jobs []*job.Job
+	var parents []string
 	for _, doc := range docs {
 		if j, err := FromDocument(s, doc); err == nil {
 			jobs = append(jobs, j)
+			parents = append(parents, j.DependsOn()...)
 		}
 	}
+	if len(parents) == 0 {
+		return jobs, nil
+	}
+	done, err := t.Completed(ctx, parents)
+	if err != nil {
+		return nil, err
+	}
+	var back []*job.Job
+	jobs = slices.DeleteFunc(jobs, func(j *job.Job) bool {
+		early := slices.ContainsFunc(j.DependsOn(), func(p string) bool { return !done[p] })
+		if early {
+			back = append(back, j)
+		}
+		return early
+	})
+	if err := t.reblock(ctx, back); err != nil {
+		return nil, err
+	}
 	return jobs, nil
+}
+
+// reblock puts the children claimed here, jobs, back blocked, each while it is still as
+// its claim left it (active here in the same run, never run before), with a log entry:
+// their parents have not all completed, and the release that follows their last parent's
+// completion (or the review's) settles them again.
+func (t *Table) reblock(ctx context.Context, jobs []*job.Job) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	ids := make([]any, len(jobs))
+	runs := make(map[string]int, len(jobs))
+	for i, j := range jobs {
+		ids[i], runs[j.ID] = j.ID, j.ProcessCount
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	term := r.Do(r.Expr(runs), func(pc r.Term) any {
+		// A replace: the parents' results go (an update cannot take a field away in a branch).
+		return t.Term().GetAll(ids...).Replace(func(row r.Term) any {
+			entry, trunc := t.rowLog(row, now, job.MessageBlockedAgain, job.Blocked, true)
+			return r.Branch(ownedBy(row, pc.Field(row.Field(docfmt.ID))).
+				And(row.Field(docfmt.QueueID).Default(nil).Eq(t.QueueID)).
+				And(row.Field(docfmt.RetryCount).Default(nil).Eq(0)).
+				And(row.Field(docfmt.Log).Default(nil).TypeOf().Eq("ARRAY")), row.Without(docfmt.ParentResults).Merge(map[string]any{
+				docfmt.Status:       string(job.Blocked),
+				docfmt.ProcessCount: 0,
+				docfmt.DateStarted:  nil,
+				docfmt.DateEnable:   now,
+				docfmt.Log:          t.AppendLog(row.Field(docfmt.Log), entry, trunc),
+				docfmt.QueueID:      t.QueueID,
+			}), row)
+		})
+	})
+	if _, err := t.Write(ctx, term); err != nil {
+		return fmt.Errorf("queue %s: put back blocked children claimed before their parents completed: %w", t.Name, err)
+	}
+	return nil
 }

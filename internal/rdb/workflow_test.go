@@ -355,3 +355,41 @@ func TestFinishReleasePutsTheChildrenBackWhenTheParentsOutcomeFails(t *testing.T
 	assert.Equal(t, "active", rawDoc(t, db, s, parent.ID)["status"])
 	assert.Equal(t, before, rawDoc(t, db, s, child.ID), "the child is as it was before the write")
 }
+
+// ReadClaimedHere, which reads the jobs a write whose answer was lost claimed here, puts a
+// child claimed before its parent completed (a FinishRelease whose undo never ran) back
+// blocked rather than return it to run; a child whose parents completed is returned.
+func TestReadClaimedHerePutsBackAChildWhoseParentHasNotCompleted(t *testing.T) {
+	db, s := testserver.DB(t), testserver.Session(t)
+	ctx := context.Background()
+	require.NoError(t, dbinit.Assert(ctx, dbinit.Target{Session: s, DB: db, Table: "jobs"}))
+	tbl := &rdb.Table{Session: s, DB: db, Name: "jobs", QueueID: "worker:a", LimitJobLogs: 100}
+	insert := func(j *job.Job) {
+		_, err := r.DB(db).Table("jobs").Insert(j.Document()).RunWrite(s)
+		require.NoError(t, err)
+	}
+	running := job.New(nil, job.DefaultOptions())
+	running.Status, running.ProcessCount, running.QueueID = job.Active, 1, "worker:b"
+	insert(running)
+	completed := job.New(nil, job.DefaultOptions())
+	completed.Status, completed.ProcessCount = job.Completed, 1
+	insert(completed)
+	claimed := func(parent string) *job.Job {
+		j := job.New(nil, job.DefaultOptions()).SetDependsOn(parent)
+		j.Status, j.ProcessCount, j.QueueID, j.DateStarted = job.Active, 1, "worker:a", time.Now()
+		insert(j)
+		return j
+	}
+	early, ready := claimed(running.ID), claimed(completed.ID)
+
+	jobs, err := tbl.ReadClaimedHere(ctx, nil, []string{early.ID, ready.ID})
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	assert.Equal(t, ready.ID, jobs[0].ID)
+	doc := rawDoc(t, db, s, early.ID)
+	assert.Equal(t, "blocked", doc["status"])
+	assert.EqualValues(t, 0, doc["processCount"])
+	log := doc["log"].([]any)
+	assert.Equal(t, job.MessageBlockedAgain, log[len(log)-1].(map[string]any)["message"])
+	assert.Equal(t, "active", rawDoc(t, db, s, ready.ID)["status"], "left to run")
+}
