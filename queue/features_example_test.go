@@ -123,6 +123,27 @@ func ExampleQueue_SetGroupLimit() {
 	}
 }
 
+// See each group's limit and how many of its jobs wait and run, as rjq limits does.
+func ExampleQueue_Groups() {
+	ctx := context.Background()
+	q, err := queue.New(ctx, nil, &queue.Options{Name: "imports"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer q.Stop(ctx)
+
+	groups, partial, err := q.Groups(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, g := range groups {
+		fmt.Printf("%s: %d waiting, %d running, limit %d\n", g.Group, g.Waiting, g.Active, g.Limit)
+	}
+	if partial {
+		fmt.Println("(counted among the first 100,000 unfinished jobs)")
+	}
+}
+
 // Hear about jobs that will not run again, and retry on a policy of the queue's own.
 func ExampleOptions_onTerminated() {
 	ctx := context.Background()

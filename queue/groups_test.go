@@ -216,3 +216,50 @@ func TestADeadWorkersSlotComesBackWhenItsLeaseEnds(t *testing.T) {
 	assert.False(t, secondAt.Before(leaseEnd), "not while the dead run's lease lasts")
 	assert.Less(t, secondAt.Sub(leaseEnd), 3*time.Second, "soon after it ends")
 }
+
+// Groups shows each group's limit and how many of its jobs wait and run: here one job of
+// "acme" runs (its handler holds it) while two wait behind its limit of 1.
+func TestGroupsCountWaitingAndActiveJobs(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &queue.Options{Concurrency: 4})
+	ctx := testContext(t)
+	require.NoError(t, f.q.SetGroupLimit(ctx, "", 3))
+	require.NoError(t, f.q.SetGroupLimit(ctx, "acme", 1))
+	require.NoError(t, f.q.SetGroupLimit(ctx, "idle", 5))
+	var jobs []*job.Job
+	for range 3 {
+		jobs = append(jobs, f.q.CreateJob(nil).SetGroup("acme"))
+	}
+	jobs = append(jobs, f.q.CreateJob(nil).SetGroup("zeta"), f.q.CreateJob(nil))
+	_, err := f.q.AddJob(ctx, jobs...)
+	require.NoError(t, err)
+
+	release := make(chan struct{})
+	started := make(chan string, len(jobs))
+	require.NoError(t, f.q.Process(func(ctx context.Context, j *job.Job) (any, error) {
+		started <- j.Group()
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil, nil
+	}))
+	defer close(release)
+	seen := map[string]int{}
+	for len(seen) < 3 || seen["acme"] < 1 {
+		select {
+		case g := <-started:
+			seen[g]++
+		case <-ctx.Done():
+			t.Fatalf("started so far: %v", seen)
+		}
+	}
+	require.Eventually(t, func() bool {
+		groups, partial, err := f.q.Groups(ctx)
+		return err == nil && !partial && assert.ObjectsAreEqual([]queue.GroupStat{
+			{Group: "acme", Limit: 1, Waiting: 2, Active: 1},
+			{Group: "idle", Limit: 5},
+			{Group: "zeta", Limit: 3, Active: 1},
+		}, groups)
+	}, 10*time.Second, 50*time.Millisecond)
+}

@@ -1,10 +1,13 @@
 package queue
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 
 	"github.com/rjqgo/rethinkdb-job-queue/internal/engine"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/window"
 )
 
@@ -93,4 +96,55 @@ func (q *Queue) SetGroupLimit(ctx context.Context, group string, running int) er
 func (q *Queue) GroupLimits(ctx context.Context) (map[string]int, error) {
 	groups, err := q.e.GroupLimits(ctx)
 	return groups, publicErr(err)
+}
+
+// GroupStat is what Groups reports of one group of jobs (job.SetGroup).
+type GroupStat struct {
+	Group string
+	// Limit is the group's running limit: its own (SetGroupLimit), else the default's;
+	// 0: none.
+	Limit int
+	// Waiting counts its jobs to be claimed (waiting, or failed and to be retried); Active
+	// those running.
+	Waiting, Active int
+}
+
+// Groups returns, sorted by group, each group that has unfinished jobs or a limit of its
+// own, with its running limit and how many of its jobs wait and run. It reads the group
+// and status of the waiting, failed and active jobs, at most 100,000 of them: partial is
+// true when there were more, and the counts are then of those read. It reads no finished
+// job. The default limit (the group "") is not a row of its own: GroupLimits has it.
+func (q *Queue) Groups(ctx context.Context) (groups []GroupStat, partial bool, err error) {
+	limits, err := q.GroupLimits(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	counts, partial, err := q.e.GroupCounts(ctx)
+	if err != nil {
+		return nil, false, publicErr(err)
+	}
+	return groupStats(limits, counts), partial, nil
+}
+
+// groupStats joins the limits by group ("" the default) and the counts of jobs by group.
+func groupStats(limits map[string]int, counts map[string]rdb.GroupCount) []GroupStat {
+	byGroup := make(map[string]GroupStat, len(limits)+len(counts))
+	for g, c := range counts {
+		byGroup[g] = GroupStat{Group: g, Waiting: c.Waiting, Active: c.Active}
+	}
+	for g := range limits {
+		if g != "" {
+			byGroup[g] = GroupStat{Group: g, Waiting: byGroup[g].Waiting, Active: byGroup[g].Active}
+		}
+	}
+	out := make([]GroupStat, 0, len(byGroup))
+	for g, s := range byGroup {
+		s.Limit = limits[""]
+		if own, ok := limits[g]; ok {
+			s.Limit = own
+		}
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b GroupStat) int { return cmp.Compare(a.Group, b.Group) })
+	return out
 }

@@ -211,6 +211,11 @@ func (d *dashboard) side(w http.ResponseWriter, req *http.Request) {
 		httpError(w, err)
 		return
 	}
+	stats, partial, err := d.q.Groups(ctx)
+	if err != nil {
+		httpError(w, err)
+		return
+	}
 	rows := listing.LimitRows(limits)
 	if workers == nil {
 		workers = []queue.Worker{}
@@ -218,7 +223,7 @@ func (d *dashboard) side(w http.ResponseWriter, req *http.Request) {
 	if schedules == nil {
 		schedules = []queue.Schedule{}
 	}
-	writeJSON(w, map[string]any{"workers": workers, "schedules": schedules, "limits": rows, "groups": listing.GroupRows(groups)})
+	writeJSON(w, map[string]any{"workers": workers, "schedules": schedules, "limits": rows, "groups": listing.GroupRows(groups, stats), "groupsPartial": partial})
 }
 
 // unschedule and unlimit remove a schedule or a limit by name (actions on).

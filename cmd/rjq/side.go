@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -87,9 +88,14 @@ func cmdLimits(ctx context.Context, c config, args []string, out io.Writer) erro
 	if err != nil {
 		return err
 	}
-	rows, groups := listing.LimitRows(ls), listing.GroupRows(gs)
+	stats, partial, err := q.Groups(ctx)
+	if err != nil {
+		return err
+	}
+	rows, groups := listing.LimitRows(ls), listing.GroupRows(gs, stats)
 	if c.json {
-		// The job names' rows, as always, then the groups' ({"group", "running"}).
+		// The job names' rows, as always, then the groups' ({"group", "running", "waiting",
+		// "active"}).
 		all := make([]any, 0, len(rows)+len(groups))
 		for _, r := range rows {
 			all = append(all, r)
@@ -124,18 +130,24 @@ func cmdLimits(ctx context.Context, c config, args []string, out io.Writer) erro
 		fmt.Fprintln(w)
 	}
 	if len(groups) > 0 {
-		fmt.Fprintln(w, "GROUP\tRUNNING")
+		fmt.Fprintln(w, "GROUP\tRUNNING\tWAITING\tACTIVE")
 	}
 	for _, g := range groups {
-		name := g.Group
+		name, waiting, active := g.Group, strconv.Itoa(g.Waiting), strconv.Itoa(g.Active)
 		if name == "" {
-			name = "(default)"
+			name, waiting, active = "(default)", "-", "-"
 		}
 		running := fmt.Sprintf("at most %d", g.Running)
 		if g.Running == 0 {
 			running = "no limit"
 		}
-		fmt.Fprintf(w, "%s\t%s\n", name, running)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", name, running, waiting, active)
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if partial {
+		fmt.Fprintln(out, "(jobs counted among the first 100,000 unfinished jobs only)")
+	}
+	return nil
 }

@@ -56,24 +56,36 @@ func TestWorkersSchedulesAndLimits(t *testing.T) {
 	require.NoError(t, q.SetLimit(ctx, "render", queue.Limit{Running: 4}))
 	require.NoError(t, q.SetGroupLimit(ctx, "", 2))
 	require.NoError(t, q.SetGroupLimit(ctx, "acme", 5))
+	// And each group's waiting and active jobs (these wait an hour, the queue processes):
+	// a group with no limit of its own shows the default.
+	later := func(group string) *job.Job {
+		return q.CreateJob(nil).SetGroup(group).SetDateEnable(time.Now().Add(time.Hour))
+	}
+	_, err := q.AddJob(ctx, later("acme"), later("acme"), later("zeta"))
+	require.NoError(t, err)
 	res = rjq(t, bin, append(base, "limits")...)
 	require.Equal(t, 0, res.code, res.stderr)
 	assert.Regexp(t, `render\s+-\s+-\s+at most 4`, res.stdout)
-	assert.Regexp(t, `\(default\)\s+at most 2`, res.stdout)
-	assert.Regexp(t, `acme\s+at most 5`, res.stdout)
+	assert.Regexp(t, `GROUP\s+RUNNING\s+WAITING\s+ACTIVE`, res.stdout)
+	assert.Regexp(t, `\(default\)\s+at most 2\s+-\s+-`, res.stdout)
+	assert.Regexp(t, `acme\s+at most 5\s+2\s+0`, res.stdout)
+	assert.Regexp(t, `zeta\s+at most 2\s+1\s+0`, res.stdout)
 	res = rjq(t, bin, append(base, "limits", "--json")...)
 	require.Equal(t, 0, res.code, res.stderr)
 	var rows []struct {
-		Name, Group     *string
-		Starts, Running int
+		Name, Group              *string
+		Starts, Running, Waiting int
 	}
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &rows))
-	require.Len(t, rows, 4, res.stdout)
+	require.Len(t, rows, 5, res.stdout)
 	assert.Equal(t, "mail", *rows[0].Name)
 	assert.Equal(t, 4, rows[1].Running, "render")
 	assert.Equal(t, "", *rows[2].Group, "the default")
 	assert.Equal(t, 2, rows[2].Running)
 	assert.Equal(t, "acme", *rows[3].Group)
+	assert.Equal(t, 2, rows[3].Waiting)
+	assert.Equal(t, "zeta", *rows[4].Group)
+	assert.Equal(t, 2, rows[4].Running, "the default's")
 }
 
 // add adds the job it is given, and refuses bad input without writing anything.

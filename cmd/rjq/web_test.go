@@ -485,9 +485,15 @@ func TestDashboardInABrowser(t *testing.T) {
 		require.NoError(t, lib.Schedule(ctx, "nightly", "0 3 * * *", "report", nil))
 		require.NoError(t, lib.SetLimit(ctx, "welcome", queue.Limit{Starts: 10, Per: time.Minute, Running: 2}))
 		require.NoError(t, lib.SetGroupLimit(ctx, "acme", 3))
-		within(t, bctx, 20*time.Second, "the page", chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#count-waiting")))
-		_, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`document.getElementById("side").open = true`))
+		// Two jobs of the group that wait an hour: the group's row counts them.
+		later := lib.CreateJob(nil).SetGroup("acme").SetDateEnable(time.Now().Add(time.Hour))
+		_, err := lib.AddJob(ctx, later, lib.CreateJob(nil).SetGroup("acme").SetDateEnable(time.Now().Add(time.Hour)))
 		require.NoError(t, err)
+		within(t, bctx, 20*time.Second, "the page", chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#count-waiting")))
+		_, err = chromedp.Run(bctx, chromedp.Evaluate[bool](`document.getElementById("side").open = true`))
+		require.NoError(t, err)
+		poll[bool](t, bctx, 20*time.Second, "the group's row with its 2 waiting jobs",
+			`document.querySelector('#groups tr[data-group="acme"]')?.children[2]?.textContent === "2"`)
 		poll[bool](t, bctx, 20*time.Second, "the worker, the schedule, the limit and the group's", `(() => {
 			const text = id => document.getElementById(id).textContent;
 			return text("workers").includes(":emails:") && text("schedules").includes("nightly") && text("schedules").includes("0 3 * * *") &&

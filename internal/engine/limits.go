@@ -233,3 +233,16 @@ func (q *Queue) readLimits(ctx context.Context) (stored []rdb.StoredLimit, group
 	}
 	return stored, groups, nil
 }
+
+// maxGroupRead bounds the unfinished jobs GroupCounts reads.
+const maxGroupRead = 100000
+
+// GroupCounts is queue.Queue.Groups' read of the jobs of each group (rdb.Table.GroupCounts).
+func (q *Queue) GroupCounts(ctx context.Context) (map[string]rdb.GroupCount, bool, error) {
+	end, err := q.begin(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	defer end()
+	return q.db.GroupCounts(ctx, maxGroupRead)
+}

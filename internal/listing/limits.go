@@ -19,18 +19,25 @@ type LimitRow struct {
 	Running  int     `json:"running,omitempty"`
 }
 
-// GroupRow is a group's running limit as the tools print it in JSON; the group "" is the
-// default of every group without one.
+// GroupRow is a group as the tools print it in JSON: its running limit (its own, else
+// the default's; 0: none) and how many of its jobs wait and run. The group "" is the
+// default limit of every group without one, with no counts.
 type GroupRow struct {
 	Group   string `json:"group"`
 	Running int    `json:"running"`
+	Waiting int    `json:"waiting"`
+	Active  int    `json:"active"`
 }
 
-// GroupRows are the running limits by group, sorted by group (the default first).
-func GroupRows(groups map[string]int) []GroupRow {
-	rows := make([]GroupRow, 0, len(groups))
-	for g, n := range groups {
-		rows = append(rows, GroupRow{Group: g, Running: n})
+// GroupRows are the default limit (when one is set) and then the groups of stats
+// (queue.Queue.Groups), sorted by group.
+func GroupRows(limits map[string]int, stats []queue.GroupStat) []GroupRow {
+	rows := make([]GroupRow, 0, len(stats)+1)
+	if n, ok := limits[""]; ok {
+		rows = append(rows, GroupRow{Group: "", Running: n})
+	}
+	for _, g := range stats {
+		rows = append(rows, GroupRow{Group: g.Group, Running: g.Limit, Waiting: g.Waiting, Active: g.Active})
 	}
 	slices.SortFunc(rows, func(a, b GroupRow) int { return cmp.Compare(a.Group, b.Group) })
 	return rows

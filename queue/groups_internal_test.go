@@ -1,0 +1,32 @@
+package queue
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
+)
+
+func TestGroupStatsJoinLimitsAndCounts(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		limits map[string]int
+		counts map[string]rdb.GroupCount
+		want   []GroupStat
+	}{
+		{name: "nothing", want: []GroupStat{}},
+		{name: "counts without limits", counts: map[string]rdb.GroupCount{"b": {Waiting: 2}, "a": {Active: 1}},
+			want: []GroupStat{{Group: "a", Active: 1}, {Group: "b", Waiting: 2}}},
+		{name: "the default applies to groups without their own", limits: map[string]int{"": 3, "a": 1},
+			counts: map[string]rdb.GroupCount{"a": {Waiting: 5, Active: 1}, "b": {Active: 3}},
+			want:   []GroupStat{{Group: "a", Limit: 1, Waiting: 5, Active: 1}, {Group: "b", Limit: 3, Active: 3}}},
+		{name: "a group with a limit and no jobs is a row", limits: map[string]int{"idle": 2},
+			want: []GroupStat{{Group: "idle", Limit: 2}}},
+		{name: "the default alone is no row", limits: map[string]int{"": 4}, want: []GroupStat{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, groupStats(tc.limits, tc.counts))
+		})
+	}
+}
