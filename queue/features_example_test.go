@@ -140,7 +140,7 @@ func ExampleQueue_Groups() {
 		fmt.Printf("%s: %d waiting, %d running, limit %d\n", g.Group, g.Waiting, g.Active, g.Limit)
 	}
 	if partial {
-		fmt.Println("(counted among the first 100,000 unfinished jobs)")
+		fmt.Println("(counted among the first 20,000 unfinished jobs)")
 	}
 }
 

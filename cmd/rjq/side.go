@@ -147,7 +147,7 @@ func cmdLimits(ctx context.Context, c config, args []string, out io.Writer) erro
 		return err
 	}
 	if partial {
-		fmt.Fprintln(out, "(jobs counted among the first 100,000 unfinished jobs only)")
+		fmt.Fprintln(out, "(jobs counted among the first 20,000 unfinished jobs only)")
 	}
 	return nil
 }
