@@ -109,6 +109,45 @@ func testDeadlinePassedWhileWaiting(t *testing.T, elsewhere bool) {
 	assert.False(t, f.ran(late[0].ID))
 }
 
+// A job whose deadline passes while its group is full (its one slot held by a running job
+// of the group), on a queue with free slots, never starts: the Queue Master cancels it
+// within about a second of the deadline, and other groups' jobs run meanwhile.
+func TestADeadlinePassedWhileItsGroupIsFullCancelsTheJob(t *testing.T) {
+	t.Parallel()
+	f := newDeadlineFixture(t, &queue.Options{Concurrency: 4})
+	ctx := testContext(t)
+	require.NoError(t, f.q.SetGroupLimit(ctx, "acme", 1))
+	events := f.q.Events(ctx, queue.EventActive, queue.EventCancelled)
+	busy, err := f.q.AddJob(ctx, f.q.CreateJob("busy").SetGroup("acme"))
+	require.NoError(t, err)
+	waitForAll(t, events, queue.EventActive, busy...)
+
+	deadline := time.Now().Add(1500 * time.Millisecond)
+	late, err := f.q.AddJob(ctx, f.q.CreateJob("late").SetGroup("acme").SetDeadline(deadline))
+	require.NoError(t, err)
+	other, err := f.q.AddJob(ctx, f.q.CreateJob("other").SetGroup("zeta"))
+	require.NoError(t, err)
+	waitForAll(t, events, queue.EventActive, other...)
+	assert.False(t, f.ran(late[0].ID), "its group is full")
+
+	e := waitFor(t, events, queue.EventCancelled, late[0].ID)
+	took := time.Since(deadline)
+	t.Logf("cancelled %v after its deadline", took.Round(time.Millisecond))
+	assert.Equal(t, job.MessageDeadlinePassed, e.Reason)
+	assert.GreaterOrEqual(t, took, time.Duration(0), "not before the deadline")
+	limit := 2 * time.Second
+	if f.srv.IsReqlite() {
+		limit = 5 * time.Second
+	}
+	assert.Less(t, took, limit, "within about a second of the deadline")
+	got := f.get(t, late[0].ID)
+	assert.Equal(t, job.Cancelled, got.Status)
+	assert.Zero(t, got.ProcessCount, "it never started")
+
+	f.free()
+	assert.False(t, f.ran(late[0].ID))
+}
+
 // With no Queue Master at all, a worker that reads a job after its deadline cancels it
 // rather than run it, and runs the jobs behind it.
 func TestAWorkerCancelsAJobPastItsDeadlineRatherThanRunIt(t *testing.T) {
