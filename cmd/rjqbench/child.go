@@ -29,7 +29,8 @@ import (
 // and the candidate reads and claim writes among them) and exits.
 
 // childMain runs a child: mode "process" (no changefeed, counts completions),
-// "latency" (changefeed on, reports handler starts) or "floor" (the floor loop with batch
+// "latency" (changefeed on, reports handler starts), "ordered" (changefeed on, reports
+// each run of a sequence's job, see ordered.go) or "floor" (the floor loop with batch
 // concurrency over part of the jobs, counts completions).
 func childMain(mode, addr, db string, concurrency int, part string, childCount bool) {
 	ctx := context.Background()
@@ -44,13 +45,14 @@ func childMain(mode, addr, db string, concurrency int, part string, childCount b
 	}
 	say := sayer(os.Stdout)
 	opts := queue.Options{Concurrency: concurrency, NoChangeFeed: mode == "process"}
+	paused := mode == "process" || mode == "ordered"
 	q, err := newQueue(ctx, addr, db, opts)
 	if err != nil {
 		log.Fatalf("child: %v", err)
 	}
 	// The worker processes, and so registers in the table's workers, before the parent
 	// starts measuring; in process mode paused until then, with the jobs already added.
-	if mode == "process" {
+	if paused {
 		if err := q.Pause(ctx, false); err != nil {
 			log.Fatalf("child: %v", err)
 		}
@@ -67,6 +69,9 @@ func childMain(mode, addr, db string, concurrency int, part string, childCount b
 		completed := q.Events(ctx, queue.EventCompleted)
 		wg.Go(func() { tellCompletions(completed, stop, say) })
 	}
+	if mode == "ordered" {
+		handler = orderedHandler(say)
+	}
 	if err := q.Process(handler); err != nil {
 		log.Fatalf("child: %v", err)
 	}
@@ -78,7 +83,7 @@ func childMain(mode, addr, db string, concurrency int, part string, childCount b
 	if c.proxy != nil {
 		c.proxy.Reset()
 	}
-	if mode == "process" {
+	if paused {
 		if err := q.Resume(ctx, false); err != nil {
 			log.Fatalf("child: %v", err)
 		}
