@@ -45,7 +45,7 @@ func childMain(mode, addr, db string, concurrency int, part string, childCount b
 	}
 	say := sayer(os.Stdout)
 	opts := queue.Options{Concurrency: concurrency, NoChangeFeed: mode == "process"}
-	paused := mode == "process" || mode == "ordered"
+	paused := mode == "process" || mode == "ordered" || mode == "exact"
 	q, err := newQueue(ctx, addr, db, opts)
 	if err != nil {
 		log.Fatalf("child: %v", err)
@@ -69,8 +69,11 @@ func childMain(mode, addr, db string, concurrency int, part string, childCount b
 		completed := q.Events(ctx, queue.EventCompleted)
 		wg.Go(func() { tellCompletions(completed, stop, say) })
 	}
-	if mode == "ordered" {
+	switch mode {
+	case "ordered":
 		handler = orderedHandler(say)
+	case "exact":
+		handler = exactHandler(say)
 	}
 	if err := q.Process(handler); err != nil {
 		log.Fatalf("child: %v", err)

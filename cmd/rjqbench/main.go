@@ -59,7 +59,7 @@ type result struct {
 type flags struct {
 	addr, levels, cross, queries, scale       string
 	addN, latencyN, serverPID, procsN         int
-	procs, groups, ordered                    string
+	procs, groups, ordered, exact             string
 	crossN, burst, rounds, bulkN              int
 	node, floor, childCount                   bool
 	childMode, childDB, childPart, cpuProfile string
@@ -96,6 +96,7 @@ func parseFlags() flags {
 	flag.StringVar(&f.childPart, "child-part", "", "internal: the floor worker's part of the jobs, index/of")
 	flag.BoolVar(&countWanted, "count", true, "count the queries per job of processing, in a run of its own through a counting proxy (the timed runs go without it)")
 	flag.BoolVar(&kindsWanted, "kinds", false, "print how many jobs each read, claim and outcome write took (on stderr)")
+	flag.StringVar(&f.exact, "exact", "", "keys:jobs:limit (e.g. 200:20:3): groups, then job names, capped at limit, over 4 worker processes at concurrency 20, one SIGKILLed and replaced: the most running of a key at once (empty: none)")
 	flag.StringVar(&f.ordered, "ordered", "", "sequences keys:jobs (e.g. 50:40) over 4 worker processes at concurrency 10 with one run in ten failing once: check add order and one run at a time per key (empty: none)")
 	flag.IntVar(&f.sequences, "sequences", 0, "also measure each -concurrency level with its jobs spread over this many sequences (0: none)")
 	flag.BoolVar(&f.workflow, "workflow", false, "measure workflows: a chain's hops beside add → start, a fan-out's releases beside AddJob, a fan-in's start, a tree's order")
@@ -153,6 +154,9 @@ func (b bench) run(f flags) {
 	}
 	if f.ordered != "" {
 		b.orderedRows(f.ordered)
+	}
+	if f.exact != "" {
+		b.exactRows(f.exact)
 	}
 	for _, p := range splitInts("procs", f.procs) {
 		b.procsRows(p, f.procsN, byLevel[50*p])
