@@ -39,6 +39,29 @@ func newDeadlineFixture(t *testing.T, opts *queue.Options) *deadlineFixture {
 	return f
 }
 
+// cancelledForItsDeadline waits for the cancelled event of the job id, whose deadline
+// was deadline, and checks that it came for that reason, within about a second of the
+// deadline and not before, and that the job never started.
+func (f *deadlineFixture) cancelledForItsDeadline(t *testing.T, events <-chan queue.Event, id string, deadline time.Time) {
+	t.Helper()
+	e := waitFor(t, events, queue.EventCancelled, id)
+	took := time.Since(deadline)
+	t.Logf("cancelled %v after its deadline", took.Round(time.Millisecond))
+	assert.Equal(t, job.MessageDeadlinePassed, e.Reason)
+	assert.GreaterOrEqual(t, took, time.Duration(0), "not before the deadline")
+	// Within about a second: the Master looks every second. reqlite under -race on a
+	// loaded CI machine answers slowly; it gets more slack.
+	limit := 2 * time.Second
+	if f.srv.IsReqlite() {
+		limit = 5 * time.Second
+	}
+	assert.Less(t, took, limit, "within about a second of the deadline")
+	got := f.get(t, id)
+	assert.Equal(t, job.Cancelled, got.Status)
+	assert.Equal(t, job.MessageDeadlinePassed, got.GetLastLog().Message)
+	assert.Zero(t, got.ProcessCount, "it never started")
+}
+
 // free lets every run end.
 func (f *deadlineFixture) free() { f.once.Do(func() { close(f.release) }) }
 
@@ -87,22 +110,7 @@ func testDeadlinePassedWhileWaiting(t *testing.T, elsewhere bool) {
 	deadline := time.Now().Add(1500 * time.Millisecond)
 	late, err := adder.AddJob(ctx, adder.CreateJob("late").SetDeadline(deadline))
 	require.NoError(t, err)
-	e := waitFor(t, events, queue.EventCancelled, late[0].ID)
-	took := time.Since(deadline)
-	t.Logf("cancelled %v after its deadline", took.Round(time.Millisecond))
-	assert.Equal(t, job.MessageDeadlinePassed, e.Reason)
-	assert.GreaterOrEqual(t, took, time.Duration(0), "not before the deadline")
-	// Within about a second: the Master looks every second. reqlite under -race on a
-	// loaded CI machine answers slowly; it gets more slack.
-	limit := 2 * time.Second
-	if f.srv.IsReqlite() {
-		limit = 5 * time.Second
-	}
-	assert.Less(t, took, limit, "within about a second of the deadline")
-	got := f.get(t, late[0].ID)
-	assert.Equal(t, job.Cancelled, got.Status)
-	assert.Equal(t, job.MessageDeadlinePassed, got.GetLastLog().Message)
-	assert.Zero(t, got.ProcessCount, "it never started")
+	f.cancelledForItsDeadline(t, events, late[0].ID, deadline)
 	assert.Equal(t, job.MessageDeadlinePassed, waitFor(t, heard, queue.EventCancelled, late[0].ID).Reason, "other queues hear the reason")
 
 	f.free()
@@ -130,19 +138,7 @@ func TestADeadlinePassedWhileItsGroupIsFullCancelsTheJob(t *testing.T) {
 	waitForAll(t, events, queue.EventActive, other...)
 	assert.False(t, f.ran(late[0].ID), "its group is full")
 
-	e := waitFor(t, events, queue.EventCancelled, late[0].ID)
-	took := time.Since(deadline)
-	t.Logf("cancelled %v after its deadline", took.Round(time.Millisecond))
-	assert.Equal(t, job.MessageDeadlinePassed, e.Reason)
-	assert.GreaterOrEqual(t, took, time.Duration(0), "not before the deadline")
-	limit := 2 * time.Second
-	if f.srv.IsReqlite() {
-		limit = 5 * time.Second
-	}
-	assert.Less(t, took, limit, "within about a second of the deadline")
-	got := f.get(t, late[0].ID)
-	assert.Equal(t, job.Cancelled, got.Status)
-	assert.Zero(t, got.ProcessCount, "it never started")
+	f.cancelledForItsDeadline(t, events, late[0].ID, deadline)
 
 	f.free()
 	assert.False(t, f.ran(late[0].ID))
