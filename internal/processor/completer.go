@@ -274,10 +274,7 @@ func (c *completer) follow(outs []*outcome, at time.Time) (f rdb.Follow, parent 
 	}
 	var kids []string
 	for _, o := range outs {
-		if o.event != EventCompleted || o.repeating {
-			continue
-		}
-		if ids := p.cfg.Children(&o.rn.claimed); len(ids) > 0 {
+		if ids := o.children; len(ids) > 0 { // read when its run ended (executor.hold)
 			if parent != nil {
 				return f, nil, 0 // two parents: their children go through the release
 			}

@@ -137,15 +137,19 @@ func (e *executor) settle(rn *run, end func() *outcome) {
 	}
 }
 
-// hold reports whether the slot of the run whose outcome is o stays reserved for the
-// children that the outcome's write may claim (completer.follow): a completion of a job
-// that lists children, on a queue that claims from its changefeed. Without it, the slot
-// freed at the handler's return starts a claim's read, which the outcome's write then
-// waits for (on RethinkDB 2.4.4, about half a millisecond of each hop of a chain).
+// hold reads the children of the run whose outcome is o, when it completed its job, and
+// reports whether the run's slot stays reserved for those the outcome's write may claim
+// (completer.follow): a job that lists children, on a queue that claims from its
+// changefeed. Without it, the slot freed at the handler's return starts a claim's read,
+// which the outcome's write then waits for (on RethinkDB 2.4.4, about half a
+// millisecond of each hop of a chain).
 func (e *executor) hold(o *outcome) bool {
 	p := e.p
-	return o != nil && o.event == EventCompleted && !o.repeating && p.cfg.Children != nil && p.cfg.Feed &&
-		len(p.cfg.Children(&o.rn.claimed)) > 0
+	if o == nil || o.event != EventCompleted || o.repeating || p.cfg.Children == nil {
+		return false
+	}
+	o.children = p.cfg.Children(&o.rn.claimed)
+	return p.cfg.Feed && len(o.children) > 0
 }
 
 // timeout fails a run whose timeout passed, at that moment.

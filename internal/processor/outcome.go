@@ -37,6 +37,9 @@ type outcome struct {
 	// claimed are the children that the outcome's write released and claimed here (see
 	// completer.follow).
 	claimed []*job.Job
+	// children are the children its job lists, read once when a completed run ends (see
+	// executor.hold), for the slot's hand-over and the write that follows them.
+	children []string
 	// held is the run's slot, kept reserved for its children when its run ended (see
 	// executor.hold): 1 or 0.
 	held int
