@@ -66,6 +66,8 @@ type flags struct {
 	childC                                    int
 	workflow                                  bool
 	sequences                                 int
+	priority, priorityShards                  string
+	priorityWork                              time.Duration
 }
 
 func parseFlags() flags {
@@ -99,6 +101,9 @@ func parseFlags() flags {
 	flag.StringVar(&f.exact, "exact", "", "keys:jobs:limit (e.g. 200:20:3): groups, then job names, capped at limit, over 4 worker processes at concurrency 20, one SIGKILLed and replaced: the most running of a key at once (empty: none)")
 	flag.StringVar(&f.ordered, "ordered", "", "sequences keys:jobs (e.g. 50:40) over 4 worker processes at concurrency 10 with one run in ten failing once: check add order and one run at a time per key (empty: none)")
 	flag.IntVar(&f.sequences, "sequences", 0, "also measure each -concurrency level with its jobs spread over this many sequences (0: none)")
+	flag.StringVar(&f.priority, "priority", "", "queues:concurrency:jobs (e.g. 4:10:2000): jobs of four priorities added first, then processed by that many queues, each shard count of -priority-shards, -rounds runs each: the starts that came more than 2 × queues × concurrency starts after a lower priority's (empty: none)")
+	flag.StringVar(&f.priorityShards, "priority-shards", "1,4", "shard counts for -priority")
+	flag.DurationVar(&f.priorityWork, "priority-work", 0, "how long each -priority handler takes")
 	flag.BoolVar(&f.workflow, "workflow", false, "measure workflows: a chain's hops beside add → start, a fan-out's releases beside AddJob, a fan-in's start, a tree's order")
 	flag.StringVar(&f.cpuProfile, "cpuprofile", "", "write this process's CPU profile to the file")
 	flag.Parse()
@@ -157,6 +162,9 @@ func (b bench) run(f flags) {
 	}
 	if f.exact != "" {
 		b.exactRows(f.exact)
+	}
+	if f.priority != "" {
+		b.priorityRows(f.priority, f.priorityShards, f.priorityWork, f.rounds)
 	}
 	for _, p := range splitInts("procs", f.procs) {
 		b.procsRows(p, f.procsN, byLevel[50*p])

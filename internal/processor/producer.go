@@ -324,6 +324,7 @@ func (p *producer) round() time.Duration {
 		heldUntil = t
 	}
 	nextRead = earliest(nextRead, heldUntil)
+	p.readBy(nextRead)
 	won, missed, err := p.claim(ctx, kept, tokens, slots)
 	if err != nil {
 		return p.failed(err)
@@ -347,7 +348,7 @@ func (p *producer) round() time.Duration {
 		return 0
 	}
 	p.contended = 0
-	return p.next(now, nextRead)
+	return p.next(now)
 }
 
 // shouldRead tells whether this round reads the table, or claims jobs it knows of: those
@@ -415,9 +416,10 @@ func (p *producer) part() rdb.Part {
 // rounds. Workers of one table that read its head together find the same jobs; if each
 // claimed the first ones, all but one would lose every claim, round after round. So each
 // job belongs to one of the table's live workers, by its id (rdb.PartOf), and a worker
-// reads its own part first; only when that does not fill its slots does it read the
-// whole head, and take the others' jobs too, its own first: a worker that died, or is
-// full, holds nothing back.
+// claims its own jobs first within a priority, but never one of a lower priority while the
+// head holds one of a higher priority in another's part (a worker that died, or is full,
+// holds nothing back; see rdb.Table.ReadCandidates). Only when the head holds fewer due
+// jobs than its free slots does it read the whole index.
 func (p *producer) read(ctx context.Context, now time.Time, free int, hold holdBack) (found []*job.Job, more bool, nextRead time.Time, err error) {
 	pr := p.p
 	want := p.prefetch(free)
@@ -428,12 +430,12 @@ func (p *producer) read(ctx context.Context, now time.Time, free int, hold holdB
 		if err != nil {
 			return nil, false, time.Time{}, err
 		}
-		if mine := p.usable(c.List); len(mine) >= free {
+		if jobs := p.usable(c.List); len(jobs) >= free {
 			p.mu.Lock()
 			p.idle = false
 			p.mu.Unlock()
-			p.buf, p.bufAt, p.bufRead = mine[free:], now, len(mine)-free
-			return mine[:free], len(c.List) == want || len(mine) > free, time.Time{}, nil
+			p.buf, p.bufAt, p.bufRead = jobs[free:], now, len(jobs)-free
+			return jobs[:free], len(c.List) == want || len(jobs) > free, c.NextDue, nil
 		}
 		skip.Part = rdb.Part{}
 	}
@@ -468,14 +470,22 @@ func b2i(b bool) int {
 	return 0
 }
 
-// next records when a read falls due and returns the wait until the next round: the
-// next read, or the next hint whose turn comes; -1 when there is neither.
-func (p *producer) next(now, readAt time.Time) time.Duration {
+// readBy records that a read falls due at readAt (zero: none): a job falls due that may
+// go before the ones the producer read ahead, or a held name may start. A busy producer
+// claims from what it read ahead until then.
+func (p *producer) readBy(readAt time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !readAt.IsZero() && (p.readAt.IsZero() || readAt.Before(p.readAt)) {
 		p.readAt = readAt
 	}
+}
+
+// next returns the wait until the next round: the next read, or the next hint whose turn
+// comes; -1 when there is neither.
+func (p *producer) next(now time.Time) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	at := p.readAt
 	for _, h := range p.hints {
 		at = earliest(at, h.at)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -136,10 +137,7 @@ func (p Part) firstChars() []any {
 	return out
 }
 
-// notSkipped leaves out the documents of skip. The part is tested first: in a part read
-// it leaves out most documents, and the tests after it are then not evaluated for them
-// (And stops at the first false; measured on RethinkDB 2.4.4, a part read of 50 due jobs
-// of 4 parts: 15 ms of server CPU with the part tested last, 11 with it first).
+// notSkipped leaves out the documents of skip but its part (see partTerm).
 func notSkipped(skip Skip) func(doc r.Term) r.Term {
 	ids, names := r.Expr(skip.IDs), r.Expr(skip.Names)
 	return func(doc r.Term) r.Term {
@@ -153,10 +151,6 @@ func notSkipped(skip Skip) func(doc r.Term) r.Term {
 		if len(skip.Sequences) > 0 {
 			keep = keep.And(r.Expr(skip.Sequences).Contains(doc.Field(docfmt.Sequence).Default(nil)).Not())
 		}
-		if skip.Part.Of > 1 {
-			first := doc.Field(docfmt.ID).Slice(0, 1).Default(nil)
-			keep = r.Expr(skip.Part.firstChars()).Contains(first).And(keep)
-		}
 		return keep
 	}
 }
@@ -169,13 +163,90 @@ func claimableNow(doc r.Term) r.Term {
 	return enable.TypeOf().Ne("PTYPE<TIME>").Or(enable.Le(r.Now()))
 }
 
-// headTerm reads up to n due jobs among the first headSize(n) of the index (of the
-// first headSize(n) per part, reading a part).
+// head is what a read of the index's head found: the due jobs to claim, and when the
+// first job it passed over that is not due yet falls due, if one of a higher priority
+// than the last of them (or of any, when they are fewer than n) is there: a worker that
+// claims from what it read ahead reads again then, so that such a job, a delayed one or
+// a retry, keeps its place (issue 35). Nil when there is none.
+type head struct {
+	Docs []map[string]any `rethinkdb:"docs"`
+	Next any              `rethinkdb:"next"`
+}
+
+// headOf is the head read of docs (due jobs chosen from window, the index's head as an
+// array, in its order) for a claim of n.
+func headOf(window, docs r.Term, n int) r.Term {
+	return r.Do(docs, func(docs r.Term) r.Term {
+		last := r.Branch(docs.Count().Lt(n), nil, docs.Map(func(doc r.Term) r.Term { return doc.Field(docfmt.Priority).Default(nil) }).Max())
+		return r.Do(last, func(last r.Term) r.Term {
+			ahead := window.Filter(func(doc r.Term) r.Term {
+				return claimableNow(doc).Not().And(last.Eq(nil).Or(doc.Field(docfmt.Priority).Default(nil).Lt(last)))
+			}).Map(func(doc r.Term) r.Term { return doc.Field(docfmt.DateEnable) }).CoerceTo("array")
+			return r.Expr(map[string]any{"docs": docs, "next": r.Branch(ahead.IsEmpty(), nil, ahead.Min())})
+		})
+	})
+}
+
+// headTerm reads up to n due jobs among the first headSize(n) of the index.
 func (t *Table) headTerm(n int, skip Skip) r.Term {
-	keep := notSkipped(skip)
-	return t.claimRange(everyJob()).Limit(headSize(n) * max(skip.Part.Of, 1)).Filter(func(doc r.Term) r.Term {
-		return keep(doc).And(claimableNow(doc))
-	}).Limit(n)
+	window := t.claimRange(everyJob()).Limit(headSize(n)).Filter(notSkipped(skip)).CoerceTo("array")
+	return r.Do(window, func(window r.Term) r.Term {
+		return headOf(window, window.Filter(claimableNow).Limit(n).CoerceTo("array"), n)
+	})
+}
+
+// partTerm reads, among the due jobs of the index's head (the first headSize(n) per part),
+// up to n of part skip.Part's, and, up to n, those of the other parts that a claim must
+// not pass over: of a higher priority than the last of the part's own (every other part's
+// when the part has fewer than n). A worker then claims its own jobs first within a
+// priority, so that workers that read the head together seldom aim at the same jobs, and
+// never starts a job of a lower priority while the head holds one of a higher priority
+// in another worker's part (issue 35).
+func (t *Table) partTerm(n int, skip Skip) r.Term {
+	part := skip.Part
+	skip.Part = Part{}
+	chars := r.Expr(part.firstChars())
+	mine := func(doc r.Term) r.Term { return chars.Contains(doc.Field(docfmt.ID).Slice(0, 1).Default(nil)) }
+	window := t.claimRange(everyJob()).Limit(headSize(n) * part.Of).Filter(notSkipped(skip)).CoerceTo("array")
+	return r.Do(window, func(window r.Term) r.Term {
+		due := window.Filter(claimableNow).CoerceTo("array")
+		return r.Do(due, func(due r.Term) r.Term {
+			own := due.Filter(mine).Limit(n).CoerceTo("array")
+			return r.Do(own, func(own r.Term) r.Term {
+				// worst is the priority of the part's last job, nil when the part has
+				// fewer than n: then every other part's job may be needed.
+				worst := r.Branch(own.Count().Lt(n), nil, own.Nth(-1).Field(docfmt.Priority).Default(nil))
+				return r.Do(worst, func(worst r.Term) r.Term {
+					others := due.Filter(func(doc r.Term) r.Term {
+						return mine(doc).Not().And(worst.Eq(nil).Or(doc.Field(docfmt.Priority).Default(nil).Lt(worst)))
+					}).Limit(n)
+					return headOf(window, own.Union(others).CoerceTo("array"), n)
+				})
+			})
+		})
+	})
+}
+
+// partOrder orders what partTerm read for part as the part's worker claims it: by
+// priority, its own jobs first within one, then in the index's order; at most n. (When
+// the other parts' jobs filled their n, all of them come before any of the part's own of
+// a lower priority, which the cut at n then leaves out.)
+func partOrder(list []Candidate, part Part, n int) []Candidate {
+	other := func(c Candidate) int {
+		id, _ := c.ID.(string)
+		return b2i(PartOf(id, part.Of) != part.Index)
+	}
+	slices.SortStableFunc(list, func(a, b Candidate) int {
+		return cmp.Or(cmp.Compare(a.Key.Priority, b.Key.Priority), cmp.Compare(other(a), other(b)), a.Key.Compare(b.Key))
+	})
+	return list[:min(n, len(list))]
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // entry is one job of a priority's range, as priorityTerm reads it: the document when it
@@ -215,20 +286,28 @@ type Candidates struct {
 	// processed among them.
 	List []Candidate
 	// NextDue is when the earliest job that is not due yet falls due; zero when there is
-	// none or the read did not look (it filled every slot from the head).
+	// none. A read that found its n jobs in the head looks only at the head's jobs of a
+	// higher priority than the last it found (see head).
 	NextDue time.Time
 }
 
 // ReadCandidates reads up to n due jobs to claim (see the top of this file). Reading a
-// part (skip.Part), it reads the head of the index only: a short answer then says
-// nothing of the other parts.
+// part (skip.Part), it reads the head of the index only (see partTerm): a short answer
+// then says nothing of the rest of the index.
 func (t *Table) ReadCandidates(ctx context.Context, n int, skip Skip) (Candidates, error) {
-	var docs []map[string]any
-	if err := t.ReadAll(ctx, t.headTerm(n, skip), &docs); err != nil {
+	var h head
+	if skip.Part.Of > 1 {
+		if err := t.ReadOne(ctx, t.partTerm(n, skip), &h); err != nil {
+			return Candidates{}, fmt.Errorf("queue %s: read jobs to claim: %w", t.Name, err)
+		}
+		return Candidates{List: partOrder(candidatesOf(h.Docs), skip.Part, n), NextDue: nextOf(h.Next)}, nil
+	}
+	if err := t.ReadOne(ctx, t.headTerm(n, skip), &h); err != nil {
 		return Candidates{}, fmt.Errorf("queue %s: read jobs to claim: %w", t.Name, err)
 	}
-	c := Candidates{List: candidatesOf(docs)}
-	if len(docs) == n || skip.Part.Of > 1 {
+	docs := h.Docs
+	c := Candidates{List: candidatesOf(docs), NextDue: nextOf(h.Next)}
+	if len(docs) == n {
 		return c, nil
 	}
 	// Short: when the index holds nothing but what the head gave, there is no due job a
@@ -269,6 +348,13 @@ func (t *Table) ReadCandidates(ctx context.Context, n int, skip Skip) (Candidate
 	}
 	c.List = candidatesOf(docs)
 	return c, nil
+}
+
+// nextOf is the time of a head's Next, zero when it holds none (or, written by hand, no
+// time).
+func nextOf(v any) time.Time {
+	t, _ := v.(time.Time)
+	return t
 }
 
 // candidatesOf decodes each document of a candidate read on its own.

@@ -1,0 +1,99 @@
+package rdb_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// candidateTable is a job table of its own and an insert of a waiting job of a priority,
+// whose id starts with first (which decides its part, rdb.PartOf), due at enable.
+func candidateTable(t *testing.T) (*rdb.Table, func(p job.Priority, first byte, enable time.Time) string) {
+	db, s := testserver.DB(t), testserver.Session(t)
+	require.NoError(t, dbinit.Assert(context.Background(), dbinit.Target{Session: s, DB: db, Table: "jobs"}))
+	tbl := &rdb.Table{Session: s, DB: db, Name: "jobs", QueueID: "worker:a", LimitJobLogs: 100}
+	created := time.Now().UTC().Add(-time.Minute).Truncate(time.Millisecond)
+	return tbl, func(p job.Priority, first byte, enable time.Time) string {
+		j := job.New(nil, job.Options{Priority: p})
+		j.ID, j.Status = string(first)+j.ID[1:], job.Waiting
+		// Distinct creation times, in insert order: the index orders by them within a
+		// priority.
+		created = created.Add(time.Millisecond)
+		j.DateCreated, j.DateEnable = created, enable.UTC().Truncate(time.Millisecond)
+		_, err := r.DB(db).Table("jobs").Insert(j.Document()).RunWrite(s)
+		require.NoError(t, err)
+		return j.ID
+	}
+}
+
+func ids(list []rdb.Candidate) []any {
+	out := make([]any, len(list))
+	for i, c := range list {
+		out[i] = c.ID
+	}
+	return out
+}
+
+// A worker reading its part of the head takes the jobs of a higher priority in another
+// worker's part before its own (issue 35: each worker claiming its own part in priority
+// order started low-priority jobs while higher ones waited elsewhere), and its own first
+// within a priority.
+func TestAPartReadNeverPassesOverAHigherPriorityElsewhere(t *testing.T) {
+	tbl, insert := candidateTable(t)
+	past := time.Now().Add(-time.Second)
+	var mine, theirsNormal []string
+	for range 4 {
+		theirsNormal = append(theirsNormal, insert(job.Normal, '1', past))
+		mine = append(mine, insert(job.Normal, '0', past))
+	}
+	theirsHigh := []string{insert(job.High, '3', past), insert(job.High, '5', past)}
+
+	part := rdb.Part{Index: 0, Of: 2} // ids starting with an even digit
+	c, err := tbl.ReadCandidates(context.Background(), 4, rdb.Skip{Part: part})
+	require.NoError(t, err)
+	assert.Equal(t, []any{theirsHigh[0], theirsHigh[1], mine[0], mine[1]}, ids(c.List),
+		"the other part's higher priority first, then its own normal ones before the other part's")
+	assert.True(t, c.NextDue.IsZero(), "no job that is not due")
+
+	// The other part's normal jobs come only when its own run short.
+	c, err = tbl.ReadCandidates(context.Background(), 8, rdb.Skip{Part: part})
+	require.NoError(t, err)
+	assert.Equal(t, []any{theirsHigh[0], theirsHigh[1], mine[0], mine[1], mine[2], mine[3], theirsNormal[0], theirsNormal[1]}, ids(c.List))
+}
+
+// A read that found its jobs in the head says when a job of a higher priority it passed
+// over falls due (a delayed job, a retry), so that a worker claiming from what it read
+// ahead reads again then (issue 35); one of a lower priority does not count.
+func TestAReadSaysWhenAHigherPriorityFallsDue(t *testing.T) {
+	for _, part := range []rdb.Part{{}, {Index: 0, Of: 2}} {
+		t.Run("parts "+string(rune('0'+part.Of)), func(t *testing.T) {
+			tbl, insert := candidateTable(t)
+			now := time.Now()
+			var due []string
+			for range 3 {
+				due = append(due, insert(job.Normal, '0', now.Add(-time.Second)))
+			}
+			insert(job.Low, '2', now.Add(time.Minute))
+			c, err := tbl.ReadCandidates(context.Background(), 2, rdb.Skip{Part: part})
+			require.NoError(t, err)
+			assert.Equal(t, []any{due[0], due[1]}, ids(c.List))
+			assert.True(t, c.NextDue.IsZero(), "a job of a lower priority does not count: %v", c.NextDue)
+
+			at := now.Add(30 * time.Second).UTC().Truncate(time.Millisecond)
+			insert(job.High, '1', at)
+			c, err = tbl.ReadCandidates(context.Background(), 2, rdb.Skip{Part: part})
+			require.NoError(t, err)
+			assert.Equal(t, []any{due[0], due[1]}, ids(c.List))
+			assert.True(t, at.Equal(c.NextDue), "the high one's time: got %v, want %v", c.NextDue, at)
+		})
+	}
+}
