@@ -68,6 +68,7 @@ type flags struct {
 	sequences                                 int
 	priority, priorityShards                  string
 	priorityWork                              time.Duration
+	priorityNoFeed                            bool
 }
 
 func parseFlags() flags {
@@ -104,6 +105,7 @@ func parseFlags() flags {
 	flag.StringVar(&f.priority, "priority", "", "queues:concurrency:jobs (e.g. 4:10:2000): jobs of four priorities added first, then processed by that many queues, each shard count of -priority-shards, -rounds runs each: the starts that came more than 2 × queues × concurrency starts after a lower priority's (empty: none)")
 	flag.StringVar(&f.priorityShards, "priority-shards", "1,4", "shard counts for -priority")
 	flag.DurationVar(&f.priorityWork, "priority-work", 0, "how long each -priority handler takes")
+	flag.BoolVar(&f.priorityNoFeed, "priority-nofeed", false, "the -priority queues follow no changefeed")
 	flag.BoolVar(&f.workflow, "workflow", false, "measure workflows: a chain's hops beside add → start, a fan-out's releases beside AddJob, a fan-in's start, a tree's order")
 	flag.StringVar(&f.cpuProfile, "cpuprofile", "", "write this process's CPU profile to the file")
 	flag.Parse()
@@ -164,7 +166,7 @@ func (b bench) run(f flags) {
 		b.exactRows(f.exact)
 	}
 	if f.priority != "" {
-		b.priorityRows(f.priority, f.priorityShards, f.priorityWork, f.rounds)
+		b.priorityRows(f.priority, f.priorityShards, f.priorityWork, f.priorityNoFeed, f.rounds)
 	}
 	for _, p := range splitInts("procs", f.procs) {
 		b.procsRows(p, f.procsN, byLevel[50*p])

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,7 +42,7 @@ func inversions(prios []job.Priority, bound int) int {
 }
 
 // priorityRows makes the priority runs and prints what they found.
-func (b bench) priorityRows(spec, shardList string, work time.Duration, runs int) {
+func (b bench) priorityRows(spec, shardList string, work time.Duration, noFeed bool, runs int) {
 	f := strings.Split(spec, ":")
 	if len(f) != 3 {
 		log.Fatalf("-priority: want queues:concurrency:jobs, such as 4:10:2000, got %q", spec)
@@ -62,21 +61,25 @@ func (b bench) priorityRows(spec, shardList string, work time.Duration, runs int
 		var counts []string
 		var rates []string
 		for range runs {
-			inv, rate, err := b.priorityRun(queues, concurrency, n, shards, bound, work)
+			inv, rate, err := b.priorityRun(queues, concurrency, n, shards, bound, work, noFeed)
 			if err != nil {
 				log.Fatalf("priority: %v", err)
 			}
 			counts = append(counts, strconv.Itoa(inv))
 			rates = append(rates, fmt.Sprintf("%.0f", rate))
 		}
-		fmt.Printf("| priority order: %d jobs of 4 priorities, %d queues at C=%d, %d shard(s), handler %v: starts beyond %d after a lower priority's, each run | %s | | | | | | | | |\n",
-			n, queues, concurrency, shards, work, bound, strings.Join(counts, ", "))
+		feed := "with changefeeds"
+		if noFeed {
+			feed = "without changefeeds"
+		}
+		fmt.Printf("| priority order: %d jobs of 4 priorities, %d queues at C=%d %s, %d shard(s), handler %v: starts beyond %d after a lower priority's, each run | %s | | | | | | | | |\n",
+			n, queues, concurrency, feed, shards, work, bound, strings.Join(counts, ", "))
 		fmt.Printf("| … those runs' rates, jobs/s | %s | | | | | | | | |\n", strings.Join(rates, ", "))
 	}
 }
 
 // priorityRun is one priority run: the inversions beyond bound, and the rate.
-func (b bench) priorityRun(queues, concurrency, n, shards, bound int, work time.Duration) (int, float64, error) {
+func (b bench) priorityRun(queues, concurrency, n, shards, bound int, work time.Duration, noFeed bool) (int, float64, error) {
 	_, db, drop, err := scratch(b.addr)
 	if err != nil {
 		return 0, 0, err
@@ -117,7 +120,7 @@ func (b bench) priorityRun(queues, concurrency, n, shards, bound int, work time.
 	}
 	qs := make([]*queue.Queue, queues)
 	for i := range qs {
-		if qs[i], err = newQueue(b.ctx, b.addr, db, queue.Options{Concurrency: concurrency, NoChangeFeed: os.Getenv("NOFEED") != ""}); err != nil {
+		if qs[i], err = newQueue(b.ctx, b.addr, db, queue.Options{Concurrency: concurrency, NoChangeFeed: noFeed}); err != nil {
 			return 0, 0, err
 		}
 	}
