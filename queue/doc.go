@@ -41,6 +41,17 @@
 // by ownership (the job is still active in the run that claimed it). Jobs are taken
 // highest priority first, then oldest dateEnable, then oldest dateCreated.
 //
+// Several workers of one table (processes, each with its Queue) share its jobs by id, so
+// that they seldom aim at the same ones: each claims its own share first within a
+// priority, but never a job of a lower priority while the head of the table holds one of
+// a higher priority in another's share. The bound, with W workers of concurrency C: a job
+// starts at most 2 × W × C starts (the jobs in flight or read ahead) after any job of a
+// lower priority that was claimable with it, whatever the number of shards; a delayed job
+// or a retry counts from when it falls due. Measured on RethinkDB 2.4.4 with rjqbench
+// -priority, 0 starts beyond the bound in every run (docs/performance.md). Without a
+// changefeed, a job another process adds is seen at the next read, half a second at most
+// (see below); a Node.js worker on the same table claims by the original's rules.
+//
 // A busy queue reads the table once every few rounds: a read takes up to four times the
 // concurrency, and the rounds that follow claim from what it found while it is fresh (half
 // a second). An idle queue reads nothing until a job comes: a job this queue adds, or one
