@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/wirecount"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
@@ -103,6 +104,37 @@ func TestLostAnswersNeitherLoseNorRepeatWork(t *testing.T) {
 			assert.Zero(t, close, "no completion raised twice")
 		})
 	}
+}
+
+// A claim that the server runs only after the queue gave it up (a server too busy to
+// answer before the round's timeout) is not lost: the queue looks for it again until the
+// lease it would hold ends, and runs the job once it finds it, with no Queue Master to
+// review it. Before, it looked once, found nothing yet, and the job stayed active in its
+// name until a review (seen with 8 queues of concurrency 50 on one server).
+func TestAClaimThatLandsAfterItWasGivenUpRunsItsJob(t *testing.T) {
+	if raceDetector {
+		t.Skip("the timed-out claim makes the producer and the heartbeat redial at once, which meets the driver's data race (rethinkdb/rethinkdb-go#488); run without -race (CI does)")
+	}
+	f := newFixture(t, &queue.Options{MasterInterval: -1, NoChangeFeed: true})
+	// Heartbeats of 2 s: a round gives a claim up after 1 s, and its lease lasts 3 s.
+	q, proxy := faultyQueue(t, f, queuetest.Options(queue.Options{MasterInterval: -1, NoChangeFeed: true, Heartbeat: 2 * time.Second}))
+	j := q.CreateJob("late")
+	_, err := q.AddJob(testContext(t), j)
+	require.NoError(t, err)
+	events := q.Events(testContext(t), queue.EventCompleted)
+	// The claim lands 1.5 s after it was sent, half a second after the queue gave it up
+	// and looked for it; the next read of the table (given up too) comes after it landed,
+	// so the queue never sees the job waiting again.
+	claims := proxy.Tally(job.MessageActive)
+	proxy.LandLate(1500*time.Millisecond, job.MessageActive)
+	c := &runCounter{runs: map[string]int{}}
+	require.NoError(t, q.Process(c.handler))
+	require.Eventually(t, func() bool { return claims.Count() > 0 }, 10*time.Second, time.Millisecond)
+	proxy.LandLate(2*time.Second, rdb.IndexClaim)
+	waitFor(t, events, queue.EventCompleted, j.ID)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	assert.Equal(t, 1, c.runs[j.ID], "ran once")
 }
 
 // An AddJob whose insert landed but whose answer was lost succeeds: the try the driver

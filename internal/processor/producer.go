@@ -105,9 +105,16 @@ type producer struct {
 	// that claim would have given it: the heartbeat renews those leases too, so that a
 	// claim that landed is still the queue's when the loop finds it (see adoptLost).
 	lostPC map[string]int
+	// lostUntil holds, for each of those jobs, when the lease that claim would have given
+	// it ends: until then, the claim may still land (a server too busy to run it before
+	// the round gave it up), and the loop looks for it again every lostRecheck.
+	lostUntil map[string]time.Time
 
 	// The loop's own state.
-	lost     []string
+	lost []string
+	// later are the lost claims not found yet, looked for again at laterAt.
+	later    []string
+	laterAt  time.Time
 	skip     map[string]skipped
 	reported map[string]bool
 	backoff  time.Duration
@@ -290,6 +297,9 @@ func (p *producer) round() time.Duration {
 	p.mu.Lock()
 	p.lost, p.unsure = append(p.lost, p.unsure...), nil
 	p.mu.Unlock()
+	if len(p.later) > 0 && !time.Now().Before(p.laterAt) {
+		p.lost, p.later = append(p.lost, p.later...), nil
+	}
 	if len(p.lost) > 0 {
 		if err := p.adoptLost(ctx); err != nil {
 			return p.failed(err)
@@ -298,7 +308,7 @@ func (p *producer) round() time.Duration {
 	pr.gather()
 	free, ok := p.beginClaim()
 	if !ok {
-		return -1
+		return p.recheckWait()
 	}
 	defer p.endClaim()
 	now := time.Now()
@@ -348,7 +358,11 @@ func (p *producer) round() time.Duration {
 		return 0
 	}
 	p.contended = 0
-	return p.next(now)
+	wait := p.next(now)
+	if r := p.recheckWait(); r >= 0 && (wait < 0 || r < wait) {
+		wait = r
+	}
+	return wait
 }
 
 // shouldRead tells whether this round reads the table, or claims jobs it knows of: those
@@ -587,10 +601,10 @@ func (p *producer) claim(ctx context.Context, jobs []*job.Job, tokens map[string
 		p.lost = append(p.lost, ids...)
 		p.mu.Lock()
 		if p.lostPC == nil {
-			p.lostPC = make(map[string]int)
+			p.lostPC, p.lostUntil = make(map[string]int), make(map[string]time.Time)
 		}
 		for _, c := range claims {
-			p.lostPC[c.ID] = c.ProcessCount + 1
+			p.lostPC[c.ID], p.lostUntil[c.ID] = c.ProcessCount+1, c.LeaseEnd
 		}
 		p.mu.Unlock()
 		return 0, 0, err
@@ -657,11 +671,26 @@ func (p *producer) adoptLost(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("queue %s: look for jobs a lost write claimed: %w", pr.cfg.Name, err)
 	}
+	found := make(map[string]bool, len(jobs))
+	for _, j := range jobs {
+		found[j.ID] = true
+	}
+	now := time.Now()
 	p.mu.Lock()
 	for _, id := range p.lost {
+		if until, ok := p.lostUntil[id]; ok && !found[id] && now.Before(until) {
+			// Not there yet: the claim may land until its lease would end (then the
+			// review takes the job back in any case).
+			p.later = append(p.later, id)
+			continue
+		}
 		delete(p.lostPC, id)
+		delete(p.lostUntil, id)
 	}
 	p.mu.Unlock()
+	if len(p.later) > 0 {
+		p.laterAt = now.Add(lostRecheck)
+	}
 	p.lost = nil
 	running := pr.exec.running()
 	var adopt []*job.Job
@@ -673,6 +702,18 @@ func (p *producer) adoptLost(ctx context.Context) error {
 	}
 	p.start(adopt)
 	return nil
+}
+
+// lostRecheck is how often the loop looks again for a lost claim it has not found.
+const lostRecheck = time.Second
+
+// recheckWait is the wait until the loop looks again for lost claims, -1 when there are
+// none to look for.
+func (p *producer) recheckWait() time.Duration {
+	if len(p.later) == 0 {
+		return -1
+	}
+	return max(time.Until(p.laterAt), 0)
 }
 
 // beginClaim reports how many jobs to claim, and marks the claim as under way; ok is false

@@ -19,7 +19,8 @@
 // unknown magic number is forwarded without counting.
 //
 // The proxy also makes the faults of a network: answers lost after a query ran
-// (LoseAnswers), every connection reset and new ones refused for a while (Partition), and
+// (LoseAnswers) or queries that run after the client gave them up (LandLate), every
+// connection reset and new ones refused for a while (Partition), and
 // connections that go silent, forwarding nothing and never closing (Blackhole).
 package wirecount
 
@@ -176,6 +177,9 @@ type fault struct {
 	left    int
 	silence bool
 	fired   chan struct{}
+	// late, when not zero, holds the frame back that long and cuts the client off at once
+	// (see LandLate).
+	late time.Duration
 }
 
 // LoseAnswers makes the next n query frames that contain every one of subs reach the
@@ -185,6 +189,19 @@ type fault struct {
 // between a write and its answer makes.
 func (p *Proxy) LoseAnswers(n int, subs ...string) {
 	f := &fault{left: n}
+	f.subs = p.Tally(subs...).subs
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.faults = append(p.faults, f)
+}
+
+// LandLate makes the next query frame that contains every one of subs reach the server
+// only after d, and then cuts the client's connection (the answer goes nowhere): a client
+// whose timeout is shorter than d gives the query up, and it runs (a write lands) later,
+// after whatever the client did meanwhile. This is the fault of a server too busy to run
+// a query before the client's timeout.
+func (p *Proxy) LandLate(d time.Duration, subs ...string) {
+	f := &fault{left: 1, late: d}
 	f.subs = p.Tally(subs...).subs
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -391,17 +408,29 @@ func (p *Proxy) forwardQueries(client, server net.Conn, pr *pair) (lost bool) {
 			continue // swallowed
 		}
 		if n > 0 {
-			lose, silence := false, []*fault(nil)
+			lose, silence, late := false, []*fault(nil), time.Duration(0)
 			ps.feed(buf[:n], func(typ int, body []byte) {
 				p.count(typ, body)
 				switch f := p.takeFault(body); {
 				case f == nil:
 				case f.silence:
 					silence = append(silence, f)
+				case f.late > 0:
+					late = max(late, f.late)
 				default:
 					lose = true
 				}
 			})
+			if late > 0 {
+				select {
+				case <-time.After(late):
+				case <-p.ctx.Done():
+					return false
+				}
+				_, werr := server.Write(buf[:n])
+				_ = client.Close()
+				return werr == nil
+			}
 			if _, werr := server.Write(buf[:n]); werr != nil {
 				return false
 			}
