@@ -105,10 +105,11 @@ type producer struct {
 	// that claim would have given it: the heartbeat renews those leases too, so that a
 	// claim that landed is still the queue's when the loop finds it (see adoptLost).
 	lostPC map[string]int
-	// lostUntil holds, for each of those jobs, when the lease that claim would have given
-	// it ends: until then, the claim may still land (a server too busy to run it before
-	// the round gave it up), and the loop looks for it again every lostRecheck.
-	lostUntil map[string]time.Time
+	// lostAt holds, for each of those jobs, the claim's time (its stamp, dateStarted) and
+	// when the lease it would have given the job ends: until then, the claim may still
+	// land (a server too busy to run it before the round gave it up), and the loop looks
+	// for it again every lostRecheck.
+	lostAt map[string]lostClaim
 
 	// The loop's own state.
 	lost []string
@@ -125,6 +126,9 @@ type producer struct {
 	// (firstOfSequences).
 	seqIndexAsked bool
 }
+
+// lostClaim is a claim whose answer was lost: its time, and the end of its lease.
+type lostClaim struct{ at, until time.Time }
 
 // hint is a job the producer was told of, and when it may claim it.
 type hint struct {
@@ -601,10 +605,10 @@ func (p *producer) claim(ctx context.Context, jobs []*job.Job, tokens map[string
 		p.lost = append(p.lost, ids...)
 		p.mu.Lock()
 		if p.lostPC == nil {
-			p.lostPC, p.lostUntil = make(map[string]int), make(map[string]time.Time)
+			p.lostPC, p.lostAt = make(map[string]int), make(map[string]lostClaim)
 		}
 		for _, c := range claims {
-			p.lostPC[c.ID], p.lostUntil[c.ID] = c.ProcessCount+1, c.LeaseEnd
+			p.lostPC[c.ID], p.lostAt[c.ID] = c.ProcessCount+1, lostClaim{at: c.At, until: c.LeaseEnd}
 		}
 		p.mu.Unlock()
 		return 0, 0, err
@@ -664,44 +668,57 @@ func (p *producer) lostClaims() map[string]int {
 	return maps.Clone(p.lostPC)
 }
 
-// adoptLost looks for the claims of a write whose answer was lost, and runs them.
+// adoptLost looks for the claims of a write whose answer was lost, and runs them. A job
+// active here that another claim of this queue won since (it is running, or its outcome
+// is not written yet, or its dateStarted is not the lost claim's) is not the lost claim's
+// and is left alone.
 func (p *producer) adoptLost(ctx context.Context) error {
 	pr := p.p
 	jobs, err := pr.cfg.Store.ReadClaimedHere(ctx, pr.cfg.Jobs, p.lost)
 	if err != nil {
 		return fmt.Errorf("queue %s: look for jobs a lost write claimed: %w", pr.cfg.Name, err)
 	}
-	found := make(map[string]bool, len(jobs))
-	for _, j := range jobs {
-		found[j.ID] = true
+	mine := pr.exec.running()
+	for _, rn := range pr.comp.unwritten() {
+		mine[rn.claimed.ID] = rn.claimed.ProcessCount
 	}
 	now := time.Now()
+	found := make(map[string]bool, len(jobs))
+	var adopt []*job.Job
 	p.mu.Lock()
+	for _, j := range jobs {
+		found[j.ID] = true
+		lc, stamped := p.lostAt[j.ID]
+		if _, ok := mine[j.ID]; ok || stamped && !sameMillisecond(j.DateStarted, lc.at) {
+			continue
+		}
+		pr.cfg.Log.Info("running a job whose claim's answer was lost", "job", j.ID)
+		adopt = append(adopt, j)
+	}
 	for _, id := range p.lost {
-		if until, ok := p.lostUntil[id]; ok && !found[id] && now.Before(until) {
+		if lc, ok := p.lostAt[id]; ok && !found[id] && now.Before(lc.until) {
 			// Not there yet: the claim may land until its lease would end (then the
 			// review takes the job back in any case).
 			p.later = append(p.later, id)
 			continue
 		}
 		delete(p.lostPC, id)
-		delete(p.lostUntil, id)
+		delete(p.lostAt, id)
 	}
 	p.mu.Unlock()
 	if len(p.later) > 0 {
 		p.laterAt = now.Add(lostRecheck)
 	}
 	p.lost = nil
-	running := pr.exec.running()
-	var adopt []*job.Job
-	for _, j := range jobs {
-		if _, ok := running[j.ID]; !ok {
-			pr.cfg.Log.Info("running a job whose claim's answer was lost", "job", j.ID)
-			adopt = append(adopt, j)
-		}
-	}
 	p.start(adopt)
 	return nil
+}
+
+// sameMillisecond reports whether two times are the same to the millisecond, the most a
+// time stored in RethinkDB keeps.
+func sameMillisecond(a, b time.Time) bool {
+	d := a.Sub(b)
+	return d < time.Millisecond && d > -time.Millisecond
 }
 
 // lostRecheck is how often the loop looks again for a lost claim it has not found.
