@@ -84,7 +84,12 @@ func (b bench) priorityRun(queues, concurrency, n, shards, bound int, work time.
 	if err != nil {
 		return 0, 0, err
 	}
-	defer drop()
+	keep := false
+	defer func() {
+		if !keep {
+			drop()
+		}
+	}()
 	adder, err := newQueue(b.ctx, b.addr, db, queue.Options{NoChangeFeed: true, Shards: shards})
 	if err != nil {
 		return 0, 0, err
@@ -102,11 +107,16 @@ func (b bench) priorityRun(queues, concurrency, n, shards, bound int, work time.
 
 	prios := make([]job.Priority, n)
 	var started, completed atomic.Int64
+	var runsMu sync.Mutex
+	runs := make(map[string]int, n)
 	done := make(chan struct{})
 	handler := func(ctx context.Context, j *job.Job) (any, error) {
 		if i := started.Add(1) - 1; i < int64(n) {
 			prios[i] = j.Priority
 		}
+		runsMu.Lock()
+		runs[j.ID]++
+		runsMu.Unlock()
 		if work > 0 {
 			select {
 			case <-time.After(work):
@@ -144,7 +154,16 @@ func (b bench) priorityRun(queues, concurrency, n, shards, bound int, work time.
 	}
 	took := time.Since(start)
 	if s := started.Load(); s != int64(n) {
-		return 0, 0, fmt.Errorf("%d starts for %d jobs", s, n)
+		runsMu.Lock()
+		var twice []string
+		for id, k := range runs {
+			if k > 1 {
+				twice = append(twice, id)
+			}
+		}
+		runsMu.Unlock()
+		keep = true
+		return 0, 0, fmt.Errorf("%d starts for %d jobs; run more than once: %v (database %s kept)", s, n, twice, db)
 	}
 	return inversions(prios, bound), float64(n) / took.Seconds(), nil
 }

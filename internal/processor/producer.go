@@ -127,8 +127,22 @@ type producer struct {
 	seqIndexAsked bool
 }
 
-// lostClaim is a claim whose answer was lost: its time, and the end of its lease.
-type lostClaim struct{ at, until time.Time }
+// lostClaim is what claims of one job whose answers were lost would have written: their
+// times (a job may be claimed again, and lost again, before the first claim is found),
+// and when the last of their leases ends.
+type lostClaim struct {
+	at    []time.Time
+	until time.Time
+}
+
+// stamped reports whether t is one of the claims' times, to the millisecond (the most a
+// time stored in RethinkDB keeps).
+func (lc lostClaim) stamped(t time.Time) bool {
+	return slices.ContainsFunc(lc.at, func(at time.Time) bool {
+		d := t.Sub(at)
+		return d < time.Millisecond && d > -time.Millisecond
+	})
+}
 
 // hint is a job the producer was told of, and when it may claim it.
 type hint struct {
@@ -608,7 +622,9 @@ func (p *producer) claim(ctx context.Context, jobs []*job.Job, tokens map[string
 			p.lostPC, p.lostAt = make(map[string]int), make(map[string]lostClaim)
 		}
 		for _, c := range claims {
-			p.lostPC[c.ID], p.lostAt[c.ID] = c.ProcessCount+1, lostClaim{at: c.At, until: c.LeaseEnd}
+			lc := p.lostAt[c.ID]
+			lc.at, lc.until = append(lc.at, c.At), latest(lc.until, c.LeaseEnd)
+			p.lostPC[c.ID], p.lostAt[c.ID] = c.ProcessCount+1, lc
 		}
 		p.mu.Unlock()
 		return 0, 0, err
@@ -674,6 +690,9 @@ func (p *producer) lostClaims() map[string]int {
 // and is left alone.
 func (p *producer) adoptLost(ctx context.Context) error {
 	pr := p.p
+	// An id may be there twice (claimed and lost again before the first was found).
+	slices.Sort(p.lost)
+	p.lost = slices.Compact(p.lost)
 	jobs, err := pr.cfg.Store.ReadClaimedHere(ctx, pr.cfg.Jobs, p.lost)
 	if err != nil {
 		return fmt.Errorf("queue %s: look for jobs a lost write claimed: %w", pr.cfg.Name, err)
@@ -687,11 +706,12 @@ func (p *producer) adoptLost(ctx context.Context) error {
 	var adopt []*job.Job
 	p.mu.Lock()
 	for _, j := range jobs {
-		found[j.ID] = true
-		lc, stamped := p.lostAt[j.ID]
-		if _, ok := mine[j.ID]; ok || stamped && !sameMillisecond(j.DateStarted, lc.at) {
+		lc, watched := p.lostAt[j.ID]
+		if _, ok := mine[j.ID]; ok || found[j.ID] || watched && !lc.stamped(j.DateStarted) {
+			found[j.ID] = true
 			continue
 		}
+		found[j.ID] = true
 		pr.cfg.Log.Info("running a job whose claim's answer was lost", "job", j.ID)
 		adopt = append(adopt, j)
 	}
@@ -714,11 +734,12 @@ func (p *producer) adoptLost(ctx context.Context) error {
 	return nil
 }
 
-// sameMillisecond reports whether two times are the same to the millisecond, the most a
-// time stored in RethinkDB keeps.
-func sameMillisecond(a, b time.Time) bool {
-	d := a.Sub(b)
-	return d < time.Millisecond && d > -time.Millisecond
+// latest is the later of two times.
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // lostRecheck is how often the loop looks again for a lost claim it has not found.
