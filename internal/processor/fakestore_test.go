@@ -32,6 +32,17 @@ type fakeStore struct {
 	finished []rdb.RunKey
 	asked    []int
 	skips    [][]any
+	// holdClaims is how many more Claim calls fail without landing; held keeps them, for
+	// land to apply later (a claim the server ran after the client gave it up).
+	holdClaims int
+	held       [][]rdb.Claim
+}
+
+// land applies the i-th claim held back, as the server would run it late.
+func (s *fakeStore) land(i int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.apply(s.held[i], time.Now())
 }
 
 func newFakeStore(queueID string) *fakeStore {
@@ -121,8 +132,17 @@ func (s *fakeStore) Claim(_ context.Context, _ rdb.Store, claims []rdb.Claim) (r
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.claims++
+	if s.holdClaims > 0 {
+		s.holdClaims--
+		s.held = append(s.held, claims)
+		return rdb.ClaimResult{}, errors.New("claim timed out")
+	}
+	return s.apply(claims, time.Now()), nil
+}
+
+// apply applies claims as the server does; s.mu must be held.
+func (s *fakeStore) apply(claims []rdb.Claim, now time.Time) rdb.ClaimResult {
 	var res rdb.ClaimResult
-	now := time.Now()
 	for _, c := range claims {
 		j, ok := s.jobs[c.ID]
 		if !ok || s.takenElsewhere || j.Status != c.Status || j.ProcessCount != c.ProcessCount ||
@@ -135,7 +155,7 @@ func (s *fakeStore) Claim(_ context.Context, _ rdb.Store, claims []rdb.Claim) (r
 		res.Claimed = append(res.Claimed, &cp)
 	}
 	slices.Reverse(res.Claimed) // a server's changes come in no particular order
-	return res, nil
+	return res
 }
 
 func (s *fakeStore) ReadClaimedHere(_ context.Context, _ rdb.Store, ids []string) ([]*job.Job, error) {

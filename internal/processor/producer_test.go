@@ -352,3 +352,20 @@ func TestLeastLeaseLeft(t *testing.T) {
 		assert.Equal(t, tc.heartbeat/4, renewPeriod(tc.heartbeat))
 	}
 }
+
+// A claim that the server runs after the queue gave it up is found by a later look and
+// its job run once, even when the queue claimed the job again meanwhile and gave that
+// claim up too (the job's id was then twice among those to look for).
+func TestAClaimThatLandsLateRunsItsJobOnce(t *testing.T) {
+	h := newHarness(t, 2, false)
+	j := h.store.add(job.Normal, time.Now().Add(-time.Second))
+	h.store.holdClaims = 2
+	h.p.prod.round() // claim 1, given up
+	h.p.prod.round() // looks for it (not there yet), reads, claim 2, given up
+	assert.Empty(t, h.of(EventActive))
+	h.store.land(0)
+	h.p.prod.laterAt = time.Now() // the look-again is due
+	h.p.prod.round()
+	assert.Equal(t, []string{j.ID}, h.of(EventActive), "run once")
+	assert.Equal(t, job.Active, h.store.status(j.ID))
+}
