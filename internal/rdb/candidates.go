@@ -164,24 +164,42 @@ func claimableNow(doc r.Term) r.Term {
 }
 
 // head is what a read of the index's head found: the due jobs to claim, and when the
-// first job it passed over that is not due yet falls due, if one of a higher priority
-// than the last of them (or of any, when they are fewer than n) is there: a worker that
+// first job of a higher priority than the last of them (of any, when they are fewer than
+// n) that is not due yet falls due, nil when there is none in the head: a worker that
 // claims from what it read ahead reads again then, so that such a job, a delayed one or
-// a retry, keeps its place (issue 35). Nil when there is none.
+// a retry, keeps its place (issue 35).
 type head struct {
 	Docs []map[string]any `rethinkdb:"docs"`
 	Next any              `rethinkdb:"next"`
 }
 
-// headOf is the head read of docs (due jobs chosen from window, the index's head as an
-// array, in its order) for a claim of n.
-func headOf(window, docs r.Term, n int) r.Term {
+// better is the part of the claim index of a higher priority than worst (a job's
+// priority field as read; nil or not a number: the whole index).
+func (t *Table) better(worst r.Term) r.Term {
+	lo, hi := everyJob()
+	all := t.readTable().Between(lo, hi, r.BetweenOpts{Index: IndexClaim, RightBound: "closed"})
+	above := t.readTable().Between(r.Expr([]any{worst.Mul(-1), r.MaxVal, r.MaxVal, r.MaxVal}), hi,
+		r.BetweenOpts{Index: IndexClaim, LeftBound: "open", RightBound: "closed"})
+	return r.Branch(worst.TypeOf().Eq("NUMBER"), above, all).OrderBy(r.OrderByOpts{Index: r.Desc(IndexClaim)})
+}
+
+// worstOf is the lowest priority among docs (an array) when they are n or more, else nil.
+func worstOf(docs r.Term, n int) r.Term {
+	return r.Branch(docs.Count().Lt(n), nil, docs.Map(func(doc r.Term) r.Term { return doc.Field(docfmt.Priority).Default(nil) }).Max())
+}
+
+// headOf is the head read of docs (the due jobs chosen, an array in the index's order)
+// for a claim of n: with the time the first job of a higher priority than theirs falls
+// due, among the first headSize(n) × of of the index above them. When docs are of the
+// highest priority there is (the usual case), that part of the index is empty, and the
+// read costs one index seek.
+func (t *Table) headOf(docs r.Term, n, of int, skip Skip) r.Term {
+	keep := notSkipped(skip)
 	return r.Do(docs, func(docs r.Term) r.Term {
-		last := r.Branch(docs.Count().Lt(n), nil, docs.Map(func(doc r.Term) r.Term { return doc.Field(docfmt.Priority).Default(nil) }).Max())
-		return r.Do(last, func(last r.Term) r.Term {
-			ahead := window.Filter(func(doc r.Term) r.Term {
-				return claimableNow(doc).Not().And(last.Eq(nil).Or(doc.Field(docfmt.Priority).Default(nil).Lt(last)))
-			}).Map(func(doc r.Term) r.Term { return doc.Field(docfmt.DateEnable) }).CoerceTo("array")
+		ahead := t.better(worstOf(docs, n)).Limit(headSize(n)*of).Filter(func(doc r.Term) r.Term {
+			return claimableNow(doc).Not().And(keep(doc))
+		}).Map(func(doc r.Term) r.Term { return doc.Field(docfmt.DateEnable) }).CoerceTo("array")
+		return r.Do(ahead, func(ahead r.Term) r.Term {
 			return r.Expr(map[string]any{"docs": docs, "next": r.Branch(ahead.IsEmpty(), nil, ahead.Min())})
 		})
 	})
@@ -189,10 +207,11 @@ func headOf(window, docs r.Term, n int) r.Term {
 
 // headTerm reads up to n due jobs among the first headSize(n) of the index.
 func (t *Table) headTerm(n int, skip Skip) r.Term {
-	window := t.claimRange(everyJob()).Limit(headSize(n)).Filter(notSkipped(skip)).CoerceTo("array")
-	return r.Do(window, func(window r.Term) r.Term {
-		return headOf(window, window.Filter(claimableNow).Limit(n).CoerceTo("array"), n)
-	})
+	keep := notSkipped(skip)
+	docs := t.claimRange(everyJob()).Limit(headSize(n)).Filter(func(doc r.Term) r.Term {
+		return keep(doc).And(claimableNow(doc))
+	}).Limit(n).CoerceTo("array")
+	return t.headOf(docs, n, 1, skip)
 }
 
 // partTerm reads, among the due jobs of the index's head (the first headSize(n) per part),
@@ -201,29 +220,27 @@ func (t *Table) headTerm(n int, skip Skip) r.Term {
 // when the part has fewer than n). A worker then claims its own jobs first within a
 // priority, so that workers that read the head together seldom aim at the same jobs, and
 // never starts a job of a lower priority while the head holds one of a higher priority
-// in another worker's part (issue 35).
+// in another worker's part (issue 35). Each read streams: the part's own stops at its
+// n-th job, the others' reads only the index above the part's last priority (empty when
+// that is the highest waiting, the usual case).
 func (t *Table) partTerm(n int, skip Skip) r.Term {
 	part := skip.Part
 	skip.Part = Part{}
+	keep := notSkipped(skip)
 	chars := r.Expr(part.firstChars())
 	mine := func(doc r.Term) r.Term { return chars.Contains(doc.Field(docfmt.ID).Slice(0, 1).Default(nil)) }
-	window := t.claimRange(everyJob()).Limit(headSize(n) * part.Of).Filter(notSkipped(skip)).CoerceTo("array")
-	return r.Do(window, func(window r.Term) r.Term {
-		due := window.Filter(claimableNow).CoerceTo("array")
-		return r.Do(due, func(due r.Term) r.Term {
-			own := due.Filter(mine).Limit(n).CoerceTo("array")
-			return r.Do(own, func(own r.Term) r.Term {
-				// worst is the priority of the part's last job, nil when the part has
-				// fewer than n: then every other part's job may be needed.
-				worst := r.Branch(own.Count().Lt(n), nil, own.Nth(-1).Field(docfmt.Priority).Default(nil))
-				return r.Do(worst, func(worst r.Term) r.Term {
-					others := due.Filter(func(doc r.Term) r.Term {
-						return mine(doc).Not().And(worst.Eq(nil).Or(doc.Field(docfmt.Priority).Default(nil).Lt(worst)))
-					}).Limit(n)
-					return headOf(window, own.Union(others).CoerceTo("array"), n)
-				})
-			})
-		})
+	window := headSize(n) * part.Of
+	// The part test first: it leaves out most documents, and the tests after it are then
+	// not evaluated for them (measured on RethinkDB 2.4.4, a part read of 50 due jobs of
+	// 4 parts: 15 ms of server CPU with it last, 11 with it first).
+	own := t.claimRange(everyJob()).Limit(window).Filter(func(doc r.Term) r.Term {
+		return mine(doc).And(keep(doc)).And(claimableNow(doc))
+	}).Limit(n).CoerceTo("array")
+	return r.Do(own, func(own r.Term) r.Term {
+		others := t.better(worstOf(own, n)).Limit(window).Filter(func(doc r.Term) r.Term {
+			return mine(doc).Not().And(keep(doc)).And(claimableNow(doc))
+		}).Limit(n)
+		return t.headOf(own.Union(others).CoerceTo("array"), n, part.Of, skip)
 	})
 }
 
