@@ -196,7 +196,7 @@ func worstOf(docs r.Term, n int) r.Term {
 func (t *Table) headOf(docs r.Term, n, of int, skip Skip) r.Term {
 	keep := notSkipped(skip)
 	return r.Do(docs, func(docs r.Term) r.Term {
-		ahead := t.better(worstOf(docs, n)).Limit(headSize(n)*of).Filter(func(doc r.Term) r.Term {
+		ahead := t.better(worstOf(docs, n)).Limit(headSize(n) * of).Filter(func(doc r.Term) r.Term {
 			return claimableNow(doc).Not().And(keep(doc))
 		}).Map(func(doc r.Term) r.Term { return doc.Field(docfmt.DateEnable) }).CoerceTo("array")
 		return r.Do(ahead, func(ahead r.Term) r.Term {
