@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -101,14 +100,11 @@ type producer struct {
 	// the loop looks for them as for lost.
 	unsure []string
 
-	// lostPC holds, for each job a claim whose answer was lost may hold, the processCount
-	// that claim would have given it: the heartbeat renews those leases too, so that a
-	// claim that landed is still the queue's when the loop finds it (see adoptLost).
-	lostPC map[string]int
-	// lostAt holds, for each of those jobs, the claim's time (its stamp, dateStarted) and
-	// when the lease it would have given the job ends: until then, the claim may still
-	// land (a server too busy to run it before the round gave it up), and the loop looks
-	// for it again every lostRecheck.
+	// lost holds, for each job a claim whose answer was lost may hold, what that claim
+	// would have written (see lostClaim): the heartbeat renews those leases too, so that
+	// a claim that landed is still the queue's when the loop finds it, and until the last
+	// lease ends the claim may still land (a server too busy to run it before the round
+	// gave it up), so the loop looks for it again every lostRecheck (see adoptLost).
 	lostAt map[string]lostClaim
 
 	// The loop's own state.
@@ -127,10 +123,11 @@ type producer struct {
 	seqIndexAsked bool
 }
 
-// lostClaim is what claims of one job whose answers were lost would have written: their
-// times (a job may be claimed again, and lost again, before the first claim is found),
-// and when the last of their leases ends.
+// lostClaim is what claims of one job whose answers were lost would have written: the
+// processCount of the latest, their times (a job may be claimed again, and lost again,
+// before the first claim is found), and when the last of their leases ends.
 type lostClaim struct {
+	pc    int
 	at    []time.Time
 	until time.Time
 }
@@ -618,13 +615,13 @@ func (p *producer) claim(ctx context.Context, jobs []*job.Job, tokens map[string
 		// and keep their leases meanwhile.
 		p.lost = append(p.lost, ids...)
 		p.mu.Lock()
-		if p.lostPC == nil {
-			p.lostPC, p.lostAt = make(map[string]int), make(map[string]lostClaim)
+		if p.lostAt == nil {
+			p.lostAt = make(map[string]lostClaim)
 		}
 		for _, c := range claims {
 			lc := p.lostAt[c.ID]
-			lc.at, lc.until = append(lc.at, c.At), latest(lc.until, c.LeaseEnd)
-			p.lostPC[c.ID], p.lostAt[c.ID] = c.ProcessCount+1, lc
+			lc.pc, lc.at, lc.until = c.ProcessCount+1, append(lc.at, c.At), latest(lc.until, c.LeaseEnd)
+			p.lostAt[c.ID] = lc
 		}
 		p.mu.Unlock()
 		return 0, 0, err
@@ -681,7 +678,14 @@ func (p *producer) start(jobs []*job.Job) {
 func (p *producer) lostClaims() map[string]int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return maps.Clone(p.lostPC)
+	if len(p.lostAt) == 0 {
+		return nil
+	}
+	out := make(map[string]int, len(p.lostAt))
+	for id, lc := range p.lostAt {
+		out[id] = lc.pc
+	}
+	return out
 }
 
 // adoptLost looks for the claims of a write whose answer was lost, and runs them. A job
@@ -722,7 +726,6 @@ func (p *producer) adoptLost(ctx context.Context) error {
 			p.later = append(p.later, id)
 			continue
 		}
-		delete(p.lostPC, id)
 		delete(p.lostAt, id)
 	}
 	p.mu.Unlock()
