@@ -144,6 +144,28 @@ func ExampleQueue_Groups() {
 	}
 }
 
+// See which job holds each sequence: a failed one waiting out its retry delay keeps the
+// jobs behind it waiting.
+func ExampleQueue_Sequences() {
+	ctx := context.Background()
+	q, err := queue.New(ctx, nil, &queue.Options{Name: "ledgers"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer q.Stop(ctx)
+
+	sequences, partial, err := q.Sequences(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, s := range sequences {
+		fmt.Printf("%s: held by %s (%s), %d waiting behind it\n", s.Sequence, s.Head, s.HeadStatus, s.Waiting)
+	}
+	if partial {
+		fmt.Println("(counted among the first 20,000 unfinished jobs of sequences)")
+	}
+}
+
 // Hear about jobs that will not run again, and retry on a policy of the queue's own.
 func ExampleOptions_onTerminated() {
 	ctx := context.Background()

@@ -166,3 +166,45 @@ func TestSequenceBadInputWritesNothing(t *testing.T) {
 		assert.Nil(t, f.rawDoc(t, j.ID))
 	}
 }
+
+// Sequences counts each sequence's unfinished jobs and names the one that holds it: a
+// running job, or a failed one waiting out its retry delay ahead of the rest.
+func TestSequencesSayWhatHoldsEach(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &queue.Options{Concurrency: 4})
+	ctx := testContext(t)
+	none, partial, err := f.q.Sequences(ctx)
+	require.NoError(t, err, "a table where no job of a sequence was ever added")
+	assert.Empty(t, none)
+	assert.False(t, partial)
+
+	failing := f.q.CreateJob("fail").SetSequence("doc").SetRetryMax(1).SetRetryDelay(time.Hour)
+	running := f.q.CreateJob("block").SetSequence("ledger")
+	jobs := []*job.Job{failing, f.q.CreateJob("doc 1").SetSequence("doc"), f.q.CreateJob("doc 2").SetSequence("doc"),
+		running, f.q.CreateJob("ledger 1").SetSequence("ledger"), f.q.CreateJob("block")}
+	_, err = f.q.AddJob(ctx, jobs...)
+	require.NoError(t, err)
+	release := make(chan struct{})
+	defer close(release)
+	events := f.q.Events(ctx, queue.EventFailed)
+	require.NoError(t, f.q.Process(func(ctx context.Context, j *job.Job) (any, error) {
+		if j.Data == "fail" {
+			return nil, errors.New("fails, to be retried in an hour")
+		}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil, nil
+	}))
+	waitForAll(t, events, queue.EventFailed, failing)
+	want := []queue.SequenceStat{
+		{Sequence: "doc", Waiting: 2, Failed: 1, Head: failing.ID, HeadStatus: job.Failed},
+		{Sequence: "ledger", Waiting: 1, Active: 1, Head: running.ID, HeadStatus: job.Active},
+	}
+	var got []queue.SequenceStat
+	require.Eventually(t, func() bool {
+		got, partial, err = f.q.Sequences(ctx)
+		return err == nil && !partial && assert.ObjectsAreEqual(want, got)
+	}, 10*time.Second, 50*time.Millisecond, "last read: %+v, %v", got, err)
+}

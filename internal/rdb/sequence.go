@@ -7,6 +7,9 @@ import (
 	"strings"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
 // Sequences (job.SetSequence): a job of a sequence runs only while it is the first of its
@@ -58,4 +61,61 @@ func (t *Table) SequenceHeads(ctx context.Context, keys []string) (map[string]Ca
 		}
 	}
 	return out, nil
+}
+
+// SequenceCount is what SequenceCounts found of one sequence's unfinished jobs.
+type SequenceCount struct {
+	// Waiting, Active and Failed count its jobs of each status (failed: to be retried).
+	Waiting, Active, Failed int
+	// Head is the id of its first job in IndexSequence's order: the one that runs now or
+	// runs next.
+	Head string
+	// HeadStatus is the status of Head as read.
+	HeadStatus string
+}
+
+// SequenceCounts reads, through IndexSequence, at most most of the unfinished jobs of
+// every sequence (only their key, id and status) and counts them by key; partial is true
+// when there were more, and the counts are of those read. A table without the index (no
+// job of a sequence was ever added) has none; one whose index is not built yet says so
+// with ErrNoSequenceIndex. Both are one query.
+func (t *Table) SequenceCounts(ctx context.Context, most int) (counts map[string]SequenceCount, partial bool, err error) {
+	read := t.Term().Between(r.MinVal, r.MaxVal, r.BetweenOpts{Index: IndexSequence}).
+		OrderBy(r.OrderByOpts{Index: IndexSequence}).Limit(most+1).Pluck("id", docfmt.Sequence, "status").CoerceTo("array")
+	// No index: no job of a sequence was ever added (asked first rather than told by an
+	// error, whose text servers word differently).
+	term := r.Branch(t.Term().IndexList().Contains(IndexSequence), read, r.Expr([]any{}))
+	var rows []struct {
+		ID       any `rethinkdb:"id"`
+		Sequence any `rethinkdb:"rjqSequence"`
+		Status   any `rethinkdb:"status"`
+	}
+	if err := t.ReadAll(ctx, term, &rows); err != nil {
+		if strings.Contains(err.Error(), "before its construction was finished") {
+			return nil, false, fmt.Errorf("queue %s: %w", t.Name, ErrNoSequenceIndex)
+		}
+		return nil, false, fmt.Errorf("queue %s: count the jobs of sequences: %w", t.Name, err)
+	}
+	partial = len(rows) > most
+	rows = rows[:min(len(rows), most)]
+	counts = make(map[string]SequenceCount)
+	for _, row := range rows {
+		key, _ := row.Sequence.(string)
+		id, _ := row.ID.(string)
+		status, _ := row.Status.(string)
+		c, seen := counts[key]
+		if !seen {
+			c.Head, c.HeadStatus = id, status
+		}
+		switch status {
+		case string(job.Waiting):
+			c.Waiting++
+		case string(job.Active):
+			c.Active++
+		case string(job.Failed):
+			c.Failed++
+		}
+		counts[key] = c
+	}
+	return counts, partial, nil
 }
