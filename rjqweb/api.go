@@ -216,6 +216,11 @@ func (d *dashboard) side(w http.ResponseWriter, req *http.Request) {
 		httpError(w, err)
 		return
 	}
+	sequences, sequencesPartial, err := d.q.Sequences(ctx)
+	if err != nil {
+		httpError(w, err)
+		return
+	}
 	rows := listing.LimitRows(limits)
 	if workers == nil {
 		workers = []queue.Worker{}
@@ -223,7 +228,8 @@ func (d *dashboard) side(w http.ResponseWriter, req *http.Request) {
 	if schedules == nil {
 		schedules = []queue.Schedule{}
 	}
-	writeJSON(w, map[string]any{"workers": workers, "schedules": schedules, "limits": rows, "groups": listing.GroupRows(groups, stats), "groupsPartial": partial})
+	writeJSON(w, map[string]any{"workers": workers, "schedules": schedules, "limits": rows, "groups": listing.GroupRows(groups, stats), "groupsPartial": partial,
+		"sequences": listing.SequenceRows(sequences), "sequencesPartial": sequencesPartial})
 }
 
 // unschedule and unlimit remove a schedule or a limit by name (actions on).

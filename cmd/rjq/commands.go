@@ -37,6 +37,7 @@ var commands = map[string]command{
 	"workers":   cmdWorkers,
 	"schedules": cmdSchedules,
 	"limits":    cmdLimits,
+	"sequences": cmdSequences,
 	"web":       cmdWeb,
 }
 

@@ -113,7 +113,10 @@ commands:
   queues                   the queue tables of the database
   workers                  the live Go workers of the queue (from their heartbeats)
   schedules                the queue's cron schedules and their next runs
-  limits                   the rate limits and time windows of job names
+  limits                   the rate limits and time windows of job names, the running caps,
+                           and the groups' limits and jobs
+  sequences                each sequence with unfinished jobs: its jobs waiting, running
+                           and failed (to be retried), and the job that holds it
   web [--listen addr] [--actions] [--prefix /path/] [--token t] [--basic-auth user:pass]
                            dashboard at the prefix (default /), Prometheus metrics under it
                            at metrics; --token (RJQ_WEB_TOKEN) and --basic-auth

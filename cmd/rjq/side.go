@@ -14,7 +14,8 @@ import (
 )
 
 // The commands that show what the queue's side tables hold: live workers, schedules and
-// limits. Each reads through the library, as a worker would.
+// limits; and the sequences of its jobs. Each reads through the library, as a worker
+// would.
 
 func cmdWorkers(ctx context.Context, c config, args []string, out io.Writer) error {
 	q, done, err := c.openNoArgs(ctx, "workers", args, false)
@@ -148,6 +149,38 @@ func cmdLimits(ctx context.Context, c config, args []string, out io.Writer) erro
 	}
 	if partial {
 		fmt.Fprintln(out, "(jobs counted among the first 20,000 unfinished jobs only)")
+	}
+	return nil
+}
+
+func cmdSequences(ctx context.Context, c config, args []string, out io.Writer) error {
+	q, done, err := c.openNoArgs(ctx, "sequences", args, false)
+	if err != nil {
+		return err
+	}
+	defer done()
+	stats, partial, err := q.Sequences(ctx)
+	if err != nil {
+		return err
+	}
+	rows := listing.SequenceRows(stats)
+	if c.json {
+		return json.NewEncoder(out).Encode(rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(out, "no sequences with unfinished jobs")
+		return nil
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "SEQUENCE\tWAITING\tACTIVE\tFAILED\tHELD BY")
+	for _, r := range rows {
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s (%s)\n", r.Sequence, r.Waiting, r.Active, r.Failed, r.Head, r.HeadStatus)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if partial {
+		fmt.Fprintln(out, "(jobs counted among the first 20,000 unfinished jobs of sequences only)")
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,6 +87,44 @@ func TestWorkersSchedulesAndLimits(t *testing.T) {
 	assert.Equal(t, 2, rows[3].Waiting)
 	assert.Equal(t, "zeta", *rows[4].Group)
 	assert.Equal(t, 2, rows[4].Running, "the default's")
+}
+
+// sequences shows each sequence's unfinished jobs and the job that holds it.
+func TestSequencesShowsWhatHoldsEach(t *testing.T) {
+	q, db, addr, ctx := newQueue(t, queuetest.Options(queue.Options{MasterInterval: -1}))
+	bin := binary(t)
+	base := []string{"--addr", addr, "--db", db}
+
+	res := rjq(t, bin, append(base, "sequences")...)
+	require.Equal(t, 0, res.code, res.stderr)
+	assert.Contains(t, res.stdout, "no sequences")
+
+	later := func(key string) *job.Job {
+		return q.CreateJob(nil).SetSequence(key).SetDateEnable(time.Now().Add(time.Hour))
+	}
+	first := later("ledger-7")
+	_, err := q.AddJob(ctx, first, later("ledger-7"), later("doc-1"))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		res = rjq(t, bin, append(base, "sequences")...)
+		return res.code == 0 && strings.Contains(res.stdout, "ledger-7")
+	}, 30*time.Second, 200*time.Millisecond, "the index of sequences is built: %s", res.stderr)
+	assert.Regexp(t, `SEQUENCE\s+WAITING\s+ACTIVE\s+FAILED\s+HELD BY`, res.stdout)
+	assert.Regexp(t, `doc-1\s+1\s+0\s+0\s+\S+ \(waiting\)`, res.stdout)
+	assert.Regexp(t, `ledger-7\s+2\s+0\s+0\s+`+first.ID+` \(waiting\)`, res.stdout)
+
+	res = rjq(t, bin, append(base, "sequences", "--json")...)
+	require.Equal(t, 0, res.code, res.stderr)
+	var rows []struct {
+		Sequence, Head, HeadStatus string
+		Waiting                    int
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &rows))
+	require.Len(t, rows, 2, res.stdout)
+	assert.Equal(t, "ledger-7", rows[1].Sequence)
+	assert.Equal(t, first.ID, rows[1].Head)
+	assert.Equal(t, "waiting", rows[1].HeadStatus)
+	assert.Equal(t, 2, rows[1].Waiting)
 }
 
 // add adds the job it is given, and refuses bad input without writing anything.

@@ -489,6 +489,10 @@ func TestDashboardInABrowser(t *testing.T) {
 		later := lib.CreateJob(nil).SetGroup("acme").SetDateEnable(time.Now().Add(time.Hour))
 		_, err := lib.AddJob(ctx, later, lib.CreateJob(nil).SetGroup("acme").SetDateEnable(time.Now().Add(time.Hour)))
 		require.NoError(t, err)
+		// And a sequence of two jobs that wait an hour: its row names the first.
+		head := lib.CreateJob(nil).SetSequence("ledger-7").SetDateEnable(time.Now().Add(time.Hour))
+		_, err = lib.AddJob(ctx, head, lib.CreateJob(nil).SetSequence("ledger-7").SetDateEnable(time.Now().Add(time.Hour)))
+		require.NoError(t, err)
 		within(t, bctx, 20*time.Second, "the page", chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#count-waiting")))
 		_, err = chromedp.Run(bctx, chromedp.Evaluate[bool](`document.getElementById("side").open = true`))
 		require.NoError(t, err)
@@ -499,6 +503,10 @@ func TestDashboardInABrowser(t *testing.T) {
 			return text("workers").includes(":emails:") && text("schedules").includes("nightly") && text("schedules").includes("0 3 * * *") &&
 				text("limits").includes("10 per 60 s") && text("limits").includes("at most 2") &&
 				text("groups").includes("acme") && text("groups").includes("at most 3");
+		})()`)
+		poll[bool](t, bctx, 20*time.Second, "the sequence's row: 2 waiting, held by the first", `(() => {
+			const row = document.querySelector('#sequences tr[data-sequence="ledger-7"]');
+			return row?.children[1]?.textContent === "2" && row.children[4].textContent.includes("`+head.ID+` (waiting)");
 		})()`)
 		click(t, bctx, "the limit's remove button", `#limits button[data-name="welcome"]`)
 		require.Eventually(t, func() bool {

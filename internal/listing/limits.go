@@ -59,3 +59,24 @@ func LimitRows(limits map[string]queue.Limit) []LimitRow {
 	slices.SortFunc(rows, func(a, b LimitRow) int { return cmp.Compare(a.Name, b.Name) })
 	return rows
 }
+
+// SequenceRow is a sequence as the tools print it in JSON (rjq sequences --json, the
+// dashboard's side tables): its unfinished jobs by status, and the one that holds it.
+type SequenceRow struct {
+	Sequence   string `json:"sequence"`
+	Waiting    int    `json:"waiting"`
+	Active     int    `json:"active"`
+	Failed     int    `json:"failed"`
+	Head       string `json:"head"`
+	HeadStatus string `json:"headStatus"`
+}
+
+// SequenceRows are stats (queue.Queue.Sequences) as rows, in their order.
+func SequenceRows(stats []queue.SequenceStat) []SequenceRow {
+	rows := make([]SequenceRow, 0, len(stats))
+	for _, s := range stats {
+		rows = append(rows, SequenceRow{Sequence: s.Sequence, Waiting: s.Waiting, Active: s.Active, Failed: s.Failed,
+			Head: s.Head, HeadStatus: string(s.HeadStatus)})
+	}
+	return rows
+}
