@@ -98,6 +98,7 @@ func parseFlags() flags {
 	flag.IntVar(&f.childC, "child-concurrency", 1, "internal: the worker's concurrency")
 	flag.StringVar(&f.childPart, "child-part", "", "internal: the floor worker's part of the jobs, index/of")
 	flag.BoolVar(&countWanted, "count", true, "count the queries per job of processing, in a run of its own through a counting proxy (the timed runs go without it)")
+	flag.IntVar(&tableShards, "shards", 0, "shards of the queue tables the measurements make, but -priority's (0: one); on a cluster the server spreads them")
 	flag.BoolVar(&kindsWanted, "kinds", false, "print how many jobs each read, claim and outcome write took (on stderr)")
 	flag.StringVar(&f.exact, "exact", "", "keys:jobs:limit (e.g. 200:20:3): groups, then job names, capped at limit, over 4 worker processes at concurrency 20, one SIGKILLed and replaced: the most running of a key at once (empty: none)")
 	flag.StringVar(&f.ordered, "ordered", "", "sequences keys:jobs (e.g. 50:40) over 4 worker processes at concurrency 10 with one run in ten failing once: check add order and one run at a time per key (empty: none)")
@@ -332,6 +333,10 @@ func ratio(a, b float64) string {
 	return fmt.Sprintf("%.2f×", a/b)
 }
 
+// tableShards is the number of shards of the tables the measurements make (-shards; 0:
+// the server's default, one), but for -priority's, which says its own.
+var tableShards int
+
 // kindsWanted asks the processing measurements to say how big their queries were.
 var kindsWanted bool
 
@@ -362,6 +367,9 @@ func newQueue(ctx context.Context, addr, db string, opts queue.Options) (*queue.
 	host, port := splitAddr(addr)
 	opts.DatabaseInitDelay = -1
 	opts.MasterInterval = -1
+	if opts.Shards == 0 {
+		opts.Shards = tableShards
+	}
 	// The measurements count events: none may be dropped while the reader is behind.
 	opts.EventBuffer = 1 << 16
 	q, err := queue.New(ctx, &queue.ConnectOptions{Host: host, Port: port, DB: db}, &opts)
