@@ -60,6 +60,7 @@ type flags struct {
 	addr, levels, cross, queries, scale       string
 	addN, latencyN, serverPID, procsN         int
 	procs, groups, ordered, exact             string
+	queryParts                                string
 	crossN, burst, rounds, bulkN              int
 	node, floor, childCount                   bool
 	childMode, childDB, childPart, cpuProfile string
@@ -86,6 +87,7 @@ func parseFlags() flags {
 	flag.StringVar(&f.cross, "cross", "", "idle worker process counts to measure cross-process add → start at, e.g. 1,8 (empty: none)")
 	flag.IntVar(&f.crossN, "cross-jobs", 200, "jobs added one at a time for -cross")
 	flag.IntVar(&f.burst, "burst", 1000, "jobs of the burst added onto the most -cross workers (0: none)")
+	flag.StringVar(&f.queryParts, "queries-parts", "", "with -queries, also compare the reads of a worker that reads its part of this many, e.g. 4,8")
 	flag.StringVar(&f.queries, "queries", "", "batch sizes to compare the library's queries with the floor's at, query by query, e.g. 10,50 (empty: none)")
 	flag.StringVar(&scaleDB, "scale-db", "", "a database an earlier -scale run left (see its log): top its table up and keep it")
 	flag.DurationVar(&scaleRetention, "scale-retention", 0, "stop -scale's retention pass after this long (0: let it end)")
@@ -186,7 +188,10 @@ func (b bench) run(f flags) {
 		if err != nil || n < 1 {
 			log.Fatalf("-queries: want batch sizes such as 10,50, got %q", f.queries)
 		}
-		queryRows(b.ctx, b.addr, n, max(20, 2000/n), b.cpu)
+		queryRows(b.ctx, b.addr, n, max(20, 2000/n), 1, b.cpu)
+		for _, parts := range splitInts("queries-parts", f.queryParts) {
+			queryRows(b.ctx, b.addr, n, max(20, 2000/n), parts, b.cpu)
+		}
 	}
 	if f.scale != "" {
 		scaleRows(b.ctx, b.addr, f.scale, b.cpu)

@@ -34,13 +34,19 @@ type loopQueries struct {
 // measureQueries measures the loops over rounds rounds of k jobs each, on one table,
 // round by round in turn, so that what the server does besides (a dropped table
 // deleted in the background, its cache) weighs on each alike.
-func measureQueries(ctx context.Context, addr string, k, rounds int, cpu cpuMeter, makers ...func(q *queue.Queue, s *r.Session, db string) loopQueries) ([][3]stage, error) {
+// With parts above 1, each loop reads its own part of parts (see rdb.PartOf), so the
+// table holds parts times more jobs, and half again, for each to find its k.
+func measureQueries(ctx context.Context, addr string, k, rounds, parts int, cpu cpuMeter, makers ...func(q *queue.Queue, s *r.Session, db string) loopQueries) ([][3]stage, error) {
 	s, db, drop, err := scratch(addr)
 	if err != nil {
 		return nil, err
 	}
 	defer drop()
-	if err := addWithLibrary(ctx, addr, db, k*rounds*len(makers)); err != nil {
+	n := k * rounds * len(makers)
+	if parts > 1 {
+		n = n * parts * 3 / 2
+	}
+	if err := addWithLibrary(ctx, addr, db, n); err != nil {
 		return nil, err
 	}
 	q, err := newQueue(ctx, addr, db, queue.Options{NoChangeFeed: true})
@@ -85,7 +91,45 @@ func measureQueries(ctx context.Context, addr string, k, rounds int, cpu cpuMete
 }
 
 // floorQueries are the floor's queries.
-func floorQueries(_ *queue.Queue, s *r.Session, db string) loopQueries {
+func floorQueries(q *queue.Queue, s *r.Session, db string) loopQueries {
+	return floorPartQueries(rdb.Part{})(q, s, db)
+}
+
+// floorPartQueries are the floor's queries of a worker that reads its part of the jobs
+// (part.Of above 1), as the floor processes of -procs do: the claim index's head, the
+// ids filtered by their first character.
+func floorPartQueries(part rdb.Part) func(q *queue.Queue, s *r.Session, db string) loopQueries {
+	return func(_ *queue.Queue, s *r.Session, db string) loopQueries {
+		l := floorQueriesOf(s, db)
+		if part.Of > 1 {
+			var chars []any
+			for _, c := range "0123456789abcdef" {
+				if rdb.PartOf(string(c), part.Of) == part.Index {
+					chars = append(chars, string(c))
+				}
+			}
+			read := r.DB(db).Table(queue.DefaultName, r.TableOpts{ReadMode: "outdated"})
+			lo := []any{r.MinVal, r.MinVal, r.MinVal, r.MinVal}
+			hi := []any{r.MaxVal, r.MaxVal, r.MaxVal, r.MaxVal}
+			l.name = fmt.Sprintf("floor, part of %d", part.Of)
+			l.read = func(ctx context.Context, k int) ([]*job.Job, error) {
+				var ids []string
+				term := read.Between(lo, hi, r.BetweenOpts{Index: rdb.IndexClaim}).OrderBy(r.OrderByOpts{Index: r.Desc(rdb.IndexClaim)}).
+					Filter(func(doc r.Term) r.Term { return r.Expr(chars).Contains(doc.Field("id").Slice(0, 1)) })
+				err := readAll(ctx, s, term.Limit(k).Field("id"), &ids)
+				jobs := make([]*job.Job, len(ids))
+				for i, id := range ids {
+					jobs[i] = &job.Job{ID: id}
+				}
+				return jobs, err
+			}
+		}
+		return l
+	}
+}
+
+// floorQueriesOf are the floor's queries on db's default queue.
+func floorQueriesOf(s *r.Session, db string) loopQueries {
 	table := r.DB(db).Table(queue.DefaultName)
 	read := r.DB(db).Table(queue.DefaultName, r.TableOpts{ReadMode: "outdated"})
 	var none job.Job
@@ -142,11 +186,25 @@ func floorQueries(_ *queue.Queue, s *r.Session, db string) loopQueries {
 
 // libraryQueries are the library's queries, as its producer and completer send them.
 func libraryQueries(q *queue.Queue, s *r.Session, db string) loopQueries {
+	return libraryPartQueries(rdb.Part{})(q, s, db)
+}
+
+// libraryPartQueries are the library's queries of a worker that reads its part of the
+// jobs (part.Of above 1), as a worker among part.Of live ones does.
+func libraryPartQueries(part rdb.Part) func(q *queue.Queue, s *r.Session, db string) loopQueries {
+	return func(q *queue.Queue, s *r.Session, db string) loopQueries { return libraryQueriesOf(q, s, db, part) }
+}
+
+func libraryQueriesOf(q *queue.Queue, s *r.Session, db string, part rdb.Part) loopQueries {
 	t := &rdb.Table{Session: s, DB: db, Name: q.Name(), RunOpts: queue.DefaultQueryRunOptions(), QueueID: q.ID(), LimitJobLogs: q.LimitJobLogs()}
+	name := "library"
+	if part.Of > 1 {
+		name = fmt.Sprintf("library, part of %d", part.Of)
+	}
 	return loopQueries{
-		name: "library",
+		name: name,
 		read: func(ctx context.Context, k int) ([]*job.Job, error) {
-			c, err := t.ReadCandidates(ctx, k, rdb.Skip{})
+			c, err := t.ReadCandidates(ctx, k, rdb.Skip{Part: part})
 			jobs := make([]*job.Job, 0, len(c.List))
 			for _, cand := range c.List {
 				if cand.Err != nil {
@@ -192,11 +250,16 @@ func idsOf(jobs []*job.Job) []any {
 	return ids
 }
 
-// queryRows prints the per-query comparison at batch k.
-func queryRows(ctx context.Context, addr string, k, rounds int, cpu cpuMeter) {
-	fmt.Printf("\n| query, batch %d, per job | floor: server CPU | wall | library: server CPU | wall | CPU ÷ floor |\n", k)
+// queryRows prints the per-query comparison at batch k; with parts above 1, of a worker
+// that reads its part of parts (the floor's part 0, the library's part 1).
+func queryRows(ctx context.Context, addr string, k, rounds, parts int, cpu cpuMeter) {
+	of := ""
+	if parts > 1 {
+		of = fmt.Sprintf(", each reading its part of %d", parts)
+	}
+	fmt.Printf("\n| query, batch %d%s, per job | floor: server CPU | wall | library: server CPU | wall | CPU ÷ floor |\n", k, of)
 	fmt.Println("| --- | --- | --- | --- | --- | --- |")
-	st, err := measureQueries(ctx, addr, k, rounds, cpu, floorQueries, libraryQueries)
+	st, err := measureQueries(ctx, addr, k, rounds, parts, cpu, floorPartQueries(rdb.Part{Index: 0, Of: parts}), libraryPartQueries(rdb.Part{Index: 1 % max(parts, 1), Of: parts}))
 	if err != nil {
 		fmt.Println(err)
 		return
