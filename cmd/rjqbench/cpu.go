@@ -11,21 +11,28 @@ import (
 // clockTick is the unit of the CPU times in /proc/<pid>/stat (USER_HZ, 100 on Linux).
 const clockTick = 10 * time.Millisecond
 
-// cpuMeter reads the CPU time a process (the server) has used, so that a measurement can
-// say what each job cost the server and not only how long it took. A zero pid measures
-// nothing.
-type cpuMeter struct{ pid int }
+// cpuMeter reads the CPU time processes (the server, or a cluster's servers) have used,
+// so that a measurement can say what each job cost the server and not only how long it
+// took. No pid measures nothing.
+type cpuMeter struct{ pids []int }
 
 // self measures this process, for what the client side of a measurement costs (-kinds).
-var self = cpuMeter{pid: os.Getpid()}
+var self = cpuMeter{pids: []int{os.Getpid()}}
 
-// used returns the process's user and system CPU time so far; zero when there is no pid
-// or /proc cannot be read.
+// used returns the processes' user and system CPU time so far, summed; zero when there is
+// no pid.
 func (m cpuMeter) used() time.Duration {
-	if m.pid == 0 {
-		return 0
+	var sum time.Duration
+	for _, pid := range m.pids {
+		sum += used(pid)
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.pid))
+	return sum
+}
+
+// used returns the process's user and system CPU time so far; zero when /proc cannot be
+// read.
+func used(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
 	}
@@ -54,7 +61,7 @@ func (m cpuMeter) settle() { m.settleWithin(30 * time.Second) }
 // settleWithin is settle with a bound of its own: a table just filled with a million
 // jobs keeps the server writing for minutes.
 func (m cpuMeter) settleWithin(bound time.Duration) {
-	if m.pid == 0 {
+	if len(m.pids) == 0 {
 		return
 	}
 	deadline := time.Now().Add(bound)

@@ -58,9 +58,9 @@ type result struct {
 // flags are the command line.
 type flags struct {
 	addr, levels, cross, queries, scale       string
-	addN, latencyN, serverPID, procsN         int
+	addN, latencyN, procsN                    int
 	procs, groups, ordered, exact             string
-	queryParts                                string
+	queryParts, serverPIDs                    string
 	crossN, burst, rounds, bulkN              int
 	node, floor, childCount                   bool
 	childMode, childDB, childPart, cpuProfile string
@@ -80,7 +80,7 @@ func parseFlags() flags {
 	flag.IntVar(&f.latencyN, "latency", 200, "jobs added one at a time to an idle queue, for add → start latency (0: none)")
 	flag.BoolVar(&f.node, "node", false, "measure the Node.js original too (needs node and npm)")
 	flag.BoolVar(&f.floor, "floor", false, "measure the floor loop and plain inserts too")
-	flag.IntVar(&f.serverPID, "server-pid", 0, "the server's pid, to report its CPU per job (Linux /proc)")
+	flag.StringVar(&f.serverPIDs, "server-pid", "", "the server's pid, to report its CPU per job (Linux /proc); a cluster's: its servers' pids, separated by commas")
 	flag.StringVar(&f.procs, "procs", "", "also measure these numbers of worker processes of concurrency 50 on one queue, e.g. 1,2,4,8, each beside as many floor processes with -floor (empty: none)")
 	flag.IntVar(&f.procsN, "procs-jobs", 5000, "jobs for -procs")
 	flag.StringVar(&f.groups, "groups", "", "also measure each -concurrency level with its jobs spread over groups of a running limit, groups:limit, e.g. 1000:5 (empty: none)")
@@ -131,7 +131,7 @@ func main() {
 		childMain(f.childMode, f.addr, f.childDB, f.childC, f.childPart, f.childCount)
 		return
 	}
-	cpu := cpuMeter{pid: f.serverPID}
+	cpu := cpuMeter{pids: splitInts("server-pid", f.serverPIDs)}
 	serverCPU = cpu
 	b := bench{ctx: context.Background(), addr: f.addr, cpu: cpu, rounds: f.rounds, floor: f.floor}
 	if f.node {
