@@ -1,9 +1,11 @@
 package rdb
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
@@ -75,30 +77,66 @@ type SequenceCount struct {
 }
 
 // SequenceCounts reads, through IndexSequence, at most most of the unfinished jobs of
-// every sequence (only their key, id and status) and counts them by key; partial is true
-// when there were more, and the counts are of those read. A table without the index (no
-// job of a sequence was ever added) has none; one whose index is not built yet says so
-// with ErrNoSequenceIndex. Both are one query.
+// every sequence (only their key, place, id and status) and counts them by key; partial
+// is true when there were more, and the counts are of those read. A table without the
+// index (no job of a sequence was ever added) has none, at the cost of one query. While
+// the index is being built (just after the first add of a job of a sequence), it reads at
+// most most of the unfinished jobs through the status index instead.
 func (t *Table) SequenceCounts(ctx context.Context, most int) (counts map[string]SequenceCount, partial bool, err error) {
-	read := t.Term().Between(r.MinVal, r.MaxVal, r.BetweenOpts{Index: IndexSequence}).
-		OrderBy(r.OrderByOpts{Index: IndexSequence}).Limit(most+1).Pluck("id", docfmt.Sequence, "status").CoerceTo("array")
-	// No index: no job of a sequence was ever added (asked first rather than told by an
-	// error, whose text servers word differently).
-	term := r.Branch(t.Term().IndexList().Contains(IndexSequence), read, r.Expr([]any{}))
-	var rows []struct {
-		ID       any `rethinkdb:"id"`
-		Sequence any `rethinkdb:"rjqSequence"`
-		Status   any `rethinkdb:"status"`
+	rows, partial, err := t.sequenceRowsByIndex(ctx, most)
+	if err != nil && (strings.Contains(err.Error(), "before its construction was finished") ||
+		strings.Contains(err.Error(), "Index `"+IndexSequence+"` was not found")) {
+		// Created a moment ago: in the list, not readable yet.
+		rows, partial, err = t.sequenceRowsByStatus(ctx, most)
 	}
-	if err := t.ReadAll(ctx, term, &rows); err != nil {
-		if strings.Contains(err.Error(), "before its construction was finished") {
-			return nil, false, fmt.Errorf("queue %s: %w", t.Name, ErrNoSequenceIndex)
-		}
+	if err != nil {
 		return nil, false, fmt.Errorf("queue %s: count the jobs of sequences: %w", t.Name, err)
 	}
-	partial = len(rows) > most
-	rows = rows[:min(len(rows), most)]
-	counts = make(map[string]SequenceCount)
+	return countSequences(rows), partial, nil
+}
+
+// sequenceFields are the fields SequenceCounts reads of each job.
+var sequenceFields = []any{"id", docfmt.Sequence, docfmt.SequenceAt, "status"}
+
+// sequenceRowsByIndex reads at most most jobs of IndexSequence, in its order; none when
+// the table has no such index.
+func (t *Table) sequenceRowsByIndex(ctx context.Context, most int) ([]sequenceRow, bool, error) {
+	read := t.Term().Between(r.MinVal, r.MaxVal, r.BetweenOpts{Index: IndexSequence}).
+		OrderBy(r.OrderByOpts{Index: IndexSequence}).Limit(most + 1).Pluck(sequenceFields...).CoerceTo("array")
+	// Asked first rather than told by an error, whose text servers word differently.
+	term := r.Branch(t.Term().IndexList().Contains(IndexSequence), read, r.Expr([]any{}))
+	var rows []sequenceRow
+	if err := t.ReadAll(ctx, term, &rows); err != nil {
+		return nil, false, err
+	}
+	return rows[:min(len(rows), most)], len(rows) > most, nil
+}
+
+// sequenceRowsByStatus reads the jobs of sequences among at most most of the unfinished
+// jobs, through the status index, and puts them in IndexSequence's order.
+func (t *Table) sequenceRowsByStatus(ctx context.Context, most int) ([]sequenceRow, bool, error) {
+	live := t.Term().GetAllByIndex(IndexStatus, string(job.Waiting), string(job.Failed), string(job.Active)).Limit(most + 1)
+	term := r.Do(live.Pluck(sequenceFields...).CoerceTo("array"), func(rows r.Term) any {
+		return map[string]any{"read": rows.Count(), "rows": rows.Limit(most).Filter(func(row r.Term) r.Term {
+			return row.Field(docfmt.Sequence).Default(nil).TypeOf().Eq("STRING").
+				And(row.Field(docfmt.SequenceAt).Default(nil).TypeOf().Eq("NUMBER"))
+		})}
+	})
+	var got struct {
+		Read int           `rethinkdb:"read"`
+		Rows []sequenceRow `rethinkdb:"rows"`
+	}
+	if err := t.ReadOne(ctx, term, &got); err != nil {
+		return nil, false, err
+	}
+	slices.SortFunc(got.Rows, sequenceRow.compare)
+	return got.Rows, got.Read > most, nil
+}
+
+// countSequences counts rows (in IndexSequence's order) by key: the first of a key holds
+// it.
+func countSequences(rows []sequenceRow) map[string]SequenceCount {
+	counts := make(map[string]SequenceCount)
 	for _, row := range rows {
 		key, _ := row.Sequence.(string)
 		id, _ := row.ID.(string)
@@ -117,5 +155,21 @@ func (t *Table) SequenceCounts(ctx context.Context, most int) (counts map[string
 		}
 		counts[key] = c
 	}
-	return counts, partial, nil
+	return counts
+}
+
+// sequenceRow is a job of a sequence as SequenceCounts reads it.
+type sequenceRow struct {
+	ID       any `rethinkdb:"id"`
+	Sequence any `rethinkdb:"rjqSequence"`
+	At       any `rethinkdb:"rjqSequenceAt"`
+	Status   any `rethinkdb:"status"`
+}
+
+// compare orders rows as IndexSequence does: by key, place, id (those the index holds: a
+// string key, a number place).
+func (a sequenceRow) compare(b sequenceRow) int {
+	str := func(v any) string { s, _ := v.(string); return s }
+	num := func(v any) float64 { f, _ := v.(float64); return f }
+	return cmp.Or(cmp.Compare(str(a.Sequence), str(b.Sequence)), cmp.Compare(num(a.At), num(b.At)), cmp.Compare(str(a.ID), str(b.ID)))
 }

@@ -76,3 +76,57 @@ func headIDs(heads map[string]rdb.Candidate) map[string]string {
 	}
 	return out
 }
+
+// SequenceCounts counts each sequence's unfinished jobs and names its first; while the
+// index is being built it reads the same through the status index. A table without the
+// index has none.
+func TestSequenceCountsByIndexAndWhileItIsBuilt(t *testing.T) {
+	db, s := testserver.DB(t), testserver.Session(t)
+	ctx := context.Background()
+	require.NoError(t, dbinit.Assert(ctx, dbinit.Target{Session: s, DB: db, Table: "jobs"}))
+	tbl := &rdb.Table{Session: s, DB: db, Name: "jobs", QueueID: "worker:w", LimitJobLogs: 100}
+	counts, partial, err := tbl.SequenceCounts(ctx, 100)
+	require.NoError(t, err, "no index")
+	assert.Empty(t, counts)
+	assert.False(t, partial)
+
+	require.NoError(t, tbl.EnsureSequenceIndex(ctx))
+	require.NoError(t, r.DB(db).Table("jobs").IndexWait(rdb.IndexSequence).Exec(s))
+	insert := func(key string, place int64, status job.Status) string {
+		j := job.New(nil, job.DefaultOptions()).SetSequence(key)
+		j.Status = status
+		doc := j.Document()
+		doc[docfmt.SequenceAt] = place
+		_, err := r.DB(db).Table("jobs").Insert(doc).RunWrite(s)
+		require.NoError(t, err)
+		return j.ID
+	}
+	insert("a", 10, job.Completed)
+	insert("a", 30, job.Waiting)
+	a2 := insert("a", 20, job.Failed)
+	insert("a", 40, job.Waiting)
+	b1 := insert("b", 7, job.Active)
+	insert("b", 5, job.Cancelled)
+	_, err = r.DB(db).Table("jobs").Insert([]any{
+		map[string]any{"id": "garbage-1", docfmt.Sequence: "a", docfmt.SequenceAt: "first", "status": "waiting"},
+		map[string]any{"id": "garbage-2", docfmt.Sequence: 42, docfmt.SequenceAt: 1, "status": "waiting"},
+		map[string]any{"id": "plain", "status": "waiting"},
+	}).RunWrite(s)
+	require.NoError(t, err)
+	want := map[string]rdb.SequenceCount{
+		"a": {Waiting: 2, Failed: 1, Head: a2, HeadStatus: "failed"},
+		"b": {Active: 1, Head: b1, HeadStatus: "active"},
+	}
+	for name, read := range map[string]func(context.Context, int) (map[string]rdb.SequenceCount, bool, error){
+		"by the index": tbl.SequenceCounts, "by status": tbl.SequenceCountsByStatus,
+	} {
+		counts, partial, err := read(ctx, 100)
+		require.NoError(t, err, name)
+		assert.Equal(t, want, counts, name)
+		assert.False(t, partial, name)
+	}
+	counts, partial, err = tbl.SequenceCounts(ctx, 2)
+	require.NoError(t, err)
+	assert.True(t, partial, "more than 2")
+	assert.Equal(t, map[string]rdb.SequenceCount{"a": {Waiting: 1, Failed: 1, Head: a2, HeadStatus: "failed"}}, counts)
+}
