@@ -34,15 +34,7 @@ func TestSequenceHeadsAreTheFirstUnfinishedJobs(t *testing.T) {
 	require.NoError(t, tbl.EnsureSequenceIndex(ctx), "twice is fine")
 	require.NoError(t, r.DB(db).Table("jobs").IndexWait(rdb.IndexSequence).Exec(s))
 
-	insert := func(key string, place int64, status job.Status) string {
-		j := job.New(nil, job.DefaultOptions()).SetSequence(key)
-		j.Status = status
-		doc := j.Document()
-		doc[docfmt.SequenceAt] = place
-		_, err := r.DB(db).Table("jobs").Insert(doc).RunWrite(s)
-		require.NoError(t, err)
-		return j.ID
-	}
+	insert := sequenceInserter(t, s, db)
 	insert("a", 10, job.Completed)
 	a2 := insert("a", 20, job.Failed)
 	insert("a", 30, job.Waiting)
@@ -92,15 +84,7 @@ func TestSequenceCountsByIndexAndWhileItIsBuilt(t *testing.T) {
 
 	require.NoError(t, tbl.EnsureSequenceIndex(ctx))
 	require.NoError(t, r.DB(db).Table("jobs").IndexWait(rdb.IndexSequence).Exec(s))
-	insert := func(key string, place int64, status job.Status) string {
-		j := job.New(nil, job.DefaultOptions()).SetSequence(key)
-		j.Status = status
-		doc := j.Document()
-		doc[docfmt.SequenceAt] = place
-		_, err := r.DB(db).Table("jobs").Insert(doc).RunWrite(s)
-		require.NoError(t, err)
-		return j.ID
-	}
+	insert := sequenceInserter(t, s, db)
 	insert("a", 10, job.Completed)
 	insert("a", 30, job.Waiting)
 	a2 := insert("a", 20, job.Failed)
@@ -129,4 +113,18 @@ func TestSequenceCountsByIndexAndWhileItIsBuilt(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, partial, "more than 2")
 	assert.Equal(t, map[string]rdb.SequenceCount{"a": {Waiting: 1, Failed: 1, Head: a2, HeadStatus: "failed"}}, counts)
+}
+
+// sequenceInserter returns a function that inserts a job of sequence key at place with
+// status into db's table "jobs", and returns its id.
+func sequenceInserter(t *testing.T, s *r.Session, db string) func(key string, place int64, status job.Status) string {
+	return func(key string, place int64, status job.Status) string {
+		j := job.New(nil, job.DefaultOptions()).SetSequence(key)
+		j.Status = status
+		doc := j.Document()
+		doc[docfmt.SequenceAt] = place
+		_, err := r.DB(db).Table("jobs").Insert(doc).RunWrite(s)
+		require.NoError(t, err)
+		return j.ID
+	}
 }
