@@ -87,6 +87,7 @@ func parseFlags() flags {
 	flag.StringVar(&f.cross, "cross", "", "idle worker process counts to measure cross-process add → start at, e.g. 1,8 (empty: none)")
 	flag.IntVar(&f.crossN, "cross-jobs", 200, "jobs added one at a time for -cross")
 	flag.IntVar(&f.burst, "burst", 1000, "jobs of the burst added onto the most -cross workers (0: none)")
+	flag.BoolVar(&shapesWanted, "queries-shapes", false, "with -queries, also time the floor's read returning whole documents, and documents without data and log")
 	flag.BoolVar(&slicesWanted, "queries-slices", false, "with -queries-parts, also try a part read through an index by the id's first character, which it makes on the table (a design's measurement)")
 	flag.StringVar(&f.queryParts, "queries-parts", "", "with -queries, also compare the reads of a worker that reads its part of this many, e.g. 4,8")
 	flag.StringVar(&f.queries, "queries", "", "batch sizes to compare the library's queries with the floor's at, query by query, e.g. 10,50 (empty: none)")
@@ -338,6 +339,9 @@ func ratio(a, b float64) string {
 	}
 	return fmt.Sprintf("%.2f×", a/b)
 }
+
+// shapesWanted asks -queries to time the floor's read returning documents.
+var shapesWanted bool
 
 // slicesWanted asks -queries-parts to try the part read by the id's first character.
 var slicesWanted bool

@@ -262,8 +262,15 @@ func queryRows(ctx context.Context, addr string, k, rounds, parts int, cpu cpuMe
 	fmt.Printf("\n| query, batch %d%s, per job | floor: server CPU | wall | library: server CPU | wall | CPU ÷ floor |\n", k, of)
 	fmt.Println("| --- | --- | --- | --- | --- | --- |")
 	makers := []func(q *queue.Queue, s *r.Session, db string) loopQueries{floorPartQueries(rdb.Part{Index: 0, Of: parts}), libraryPartQueries(rdb.Part{Index: 1 % max(parts, 1), Of: parts})}
+	var extra []string // the names of the loops after those two
 	if slicesWanted && parts > 1 {
 		makers = append(makers, sliceQueries(rdb.Part{Index: 2 % parts, Of: parts}))
+		extra = append(extra, "through the slice index")
+	}
+	if shapesWanted && parts <= 1 {
+		makers = append(makers, floorShapeQueries(nil, false), floorShapeQueries([]any{"data", "log"}, false), floorShapeQueries(nil, true))
+		extra = append(extra, "floor's read, whole documents", "floor's read, documents without data and log",
+			"floor's read, whole documents, k + 32 entries filtered to the due ones as the library's")
 	}
 	st, err := measureQueries(ctx, addr, k, rounds, parts, cpu, makers...)
 	if err != nil {
@@ -280,14 +287,49 @@ func queryRows(ctx context.Context, addr string, k, rounds, parts int, cpu cpuMe
 		libc += lib[i].cpu
 	}
 	fmt.Printf("| all three | %s | | %s | | %s |\n", per(flc), per(libc), ratio(float64(libc), float64(flc)))
-	if len(st) > 2 {
-		sl := st[2]
+	for x, name := range extra {
+		sl := st[2+x]
 		var slc time.Duration
 		for i, what := range []string{"read candidates", "claim", "finish"} {
-			fmt.Printf("| … through the slice index: %s | | | %s | %s | %s |\n", what, per(sl[i].cpu), per(sl[i].wall), ratio(float64(sl[i].cpu), float64(fl[i].cpu)))
+			fmt.Printf("| … %s: %s | | | %s | %s | %s |\n", name, what, per(sl[i].cpu), per(sl[i].wall), ratio(float64(sl[i].cpu), float64(fl[i].cpu)))
 			slc += sl[i].cpu
 		}
-		fmt.Printf("| … through the slice index: all three | | | %s | | %s |\n", per(slc), ratio(float64(slc), float64(flc)))
+		fmt.Printf("| … %s: all three | | | %s | | %s |\n", name, per(slc), ratio(float64(slc), float64(flc)))
+	}
+}
+
+// floorShapeQueries are the floor's queries with a read that returns documents rather
+// than ids, without the fields of without (nil: whole), and, with due, that reads k + 32
+// entries and keeps the due ones as the library's head read does: what the shape of a
+// candidate read costs the server.
+func floorShapeQueries(without []any, due bool) func(q *queue.Queue, s *r.Session, db string) loopQueries {
+	return func(_ *queue.Queue, s *r.Session, db string) loopQueries {
+		read := r.DB(db).Table(queue.DefaultName, r.TableOpts{ReadMode: "outdated"})
+		lo := []any{r.MinVal, r.MinVal, r.MinVal, r.MinVal}
+		hi := []any{r.MaxVal, r.MaxVal, r.MaxVal, r.MaxVal}
+		l := floorQueriesOf(s, db)
+		l.read = func(ctx context.Context, k int) ([]*job.Job, error) {
+			term := read.Between(lo, hi, r.BetweenOpts{Index: rdb.IndexClaim}).OrderBy(r.OrderByOpts{Index: r.Desc(rdb.IndexClaim)}).Limit(k)
+			if due {
+				term = read.Between(lo, hi, r.BetweenOpts{Index: rdb.IndexClaim}).OrderBy(r.OrderByOpts{Index: r.Desc(rdb.IndexClaim)}).Limit(k + 32).
+					Filter(func(doc r.Term) r.Term {
+						enable := doc.Field("dateEnable").Default(nil)
+						return enable.TypeOf().Ne("PTYPE<TIME>").Or(enable.Le(r.Now()))
+					}).Limit(k)
+			}
+			if without != nil {
+				term = term.Without(without...)
+			}
+			var docs []map[string]any
+			err := readAll(ctx, s, term, &docs)
+			jobs := make([]*job.Job, len(docs))
+			for i, doc := range docs {
+				id, _ := doc["id"].(string)
+				jobs[i] = &job.Job{ID: id}
+			}
+			return jobs, err
+		}
+		return l
 	}
 }
 
