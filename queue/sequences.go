@@ -27,7 +27,9 @@ type SequenceStat struct {
 // sequences, at most 20,000 of them: partial is true when there were more, and the counts
 // are then of those read (the sequences past them are left out). It reads no finished
 // job, and no job outside a sequence. A table where no job of a sequence was ever added
-// has none.
+// has none. Just after the first job of a sequence is added, while that index is being
+// built, it reads the unfinished jobs through the status index instead (at most 20,000
+// of them, with or without a sequence).
 func (q *Queue) Sequences(ctx context.Context) (sequences []SequenceStat, partial bool, err error) {
 	counts, partial, err := q.e.SequenceCounts(ctx)
 	if err != nil {
@@ -36,7 +38,7 @@ func (q *Queue) Sequences(ctx context.Context) (sequences []SequenceStat, partia
 	out := make([]SequenceStat, 0, len(counts))
 	for key, c := range counts {
 		out = append(out, SequenceStat{Sequence: key, Waiting: c.Waiting, Active: c.Active, Failed: c.Failed,
-			Head: c.Head, HeadStatus: job.Status(c.HeadStatus)})
+			Head: c.Head, HeadStatus: c.HeadStatus})
 	}
 	slices.SortFunc(out, func(a, b SequenceStat) int { return cmp.Compare(a.Sequence, b.Sequence) })
 	return out, partial, nil

@@ -73,7 +73,7 @@ type SequenceCount struct {
 	// runs next.
 	Head string
 	// HeadStatus is the status of Head as read.
-	HeadStatus string
+	HeadStatus job.Status
 }
 
 // SequenceCounts reads, through IndexSequence, at most most of the unfinished jobs of
@@ -143,7 +143,7 @@ func countSequences(rows []sequenceRow) map[string]SequenceCount {
 		status, _ := row.Status.(string)
 		c, seen := counts[key]
 		if !seen {
-			c.Head, c.HeadStatus = id, status
+			c.Head, c.HeadStatus = id, job.Status(status)
 		}
 		switch status {
 		case string(job.Waiting):

@@ -98,8 +98,8 @@ func TestSequenceCountsByIndexAndWhileItIsBuilt(t *testing.T) {
 	}).RunWrite(s)
 	require.NoError(t, err)
 	want := map[string]rdb.SequenceCount{
-		"a": {Waiting: 2, Failed: 1, Head: a2, HeadStatus: "failed"},
-		"b": {Active: 1, Head: b1, HeadStatus: "active"},
+		"a": {Waiting: 2, Failed: 1, Head: a2, HeadStatus: job.Failed},
+		"b": {Active: 1, Head: b1, HeadStatus: job.Active},
 	}
 	for name, read := range map[string]func(context.Context, int) (map[string]rdb.SequenceCount, bool, error){
 		"by the index": tbl.SequenceCounts, "by status": tbl.SequenceCountsByStatus,
@@ -112,7 +112,7 @@ func TestSequenceCountsByIndexAndWhileItIsBuilt(t *testing.T) {
 	counts, partial, err = tbl.SequenceCounts(ctx, 2)
 	require.NoError(t, err)
 	assert.True(t, partial, "more than 2")
-	assert.Equal(t, map[string]rdb.SequenceCount{"a": {Waiting: 1, Failed: 1, Head: a2, HeadStatus: "failed"}}, counts)
+	assert.Equal(t, map[string]rdb.SequenceCount{"a": {Waiting: 1, Failed: 1, Head: a2, HeadStatus: job.Failed}}, counts)
 }
 
 // sequenceInserter returns a function that inserts a job of sequence key at place with
