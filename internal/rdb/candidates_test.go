@@ -94,6 +94,21 @@ func TestAReadSaysWhenAHigherPriorityFallsDue(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, []any{due[0], due[1]}, ids(c.List))
 			assert.True(t, at.Equal(c.NextDue), "the high one's time: got %v, want %v", c.NextDue, at)
+
+			// A job of the same priority as the last read, not due yet, does not count
+			// either: it comes after that priority's due jobs.
+			soon := now.Add(10 * time.Second).UTC().Truncate(time.Millisecond)
+			insert(job.Normal, '4', soon)
+			c, err = tbl.ReadCandidates(context.Background(), 2, rdb.Skip{Part: part})
+			require.NoError(t, err)
+			assert.Equal(t, []any{due[0], due[1]}, ids(c.List))
+			assert.True(t, at.Equal(c.NextDue), "still the high one's time: got %v, want %v", c.NextDue, at)
+
+			// A read that runs short says when the first job of any priority falls due.
+			c, err = tbl.ReadCandidates(context.Background(), 10, rdb.Skip{Part: part})
+			require.NoError(t, err)
+			assert.Equal(t, []any{due[0], due[1], due[2]}, ids(c.List))
+			assert.True(t, soon.Equal(c.NextDue), "the earliest of all: got %v, want %v", c.NextDue, soon)
 		})
 	}
 }
