@@ -26,8 +26,12 @@ var ErrInvalidSequence = fmt.Errorf("%w sequence: want a non-empty UTF-8 key of 
 // after a later job of its key ran runs after the one running now.
 //
 // The key is stored in the extra field "rjqSequence", the job's place in
-// "rjqSequenceAt". A Node.js worker knows nothing of them: it runs such jobs as any
-// other, out of order and beside the running one.
+// "rjqSequenceAt", and the id of the job of the key that was last when it was added in
+// "rjqSequencePrev" ("" for none; AddJob writes both, over any value the caller put in
+// Fields): a worker reads that job by id to tell whether this one's turn has come, and
+// reads the table's index of sequences only when it cannot tell. A Node.js worker knows
+// nothing of them: it runs such jobs as any other, out of order and beside the running
+// one.
 func (j *Job) SetSequence(key string) *Job {
 	if !validKey(key, MaxSequenceLen) {
 		return j.fail(fmt.Errorf("%w (got %q)", ErrInvalidSequence, key))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
@@ -207,4 +208,69 @@ func TestSequencesSayWhatHoldsEach(t *testing.T) {
 		got, partial, err = f.q.Sequences(ctx)
 		return err == nil && !partial && assert.ObjectsAreEqual(want, got)
 	}, 10*time.Second, 50*time.Millisecond, "last read: %+v, %v", got, err)
+}
+
+// Each job of a sequence is stamped with the job that was last in it when it was added,
+// across AddJob calls; a stamp the caller wrote is replaced. Cancelling a job in the middle
+// does not let the one behind it pass a job ahead that failed and will be retried.
+func TestAJobCancelledInTheMiddleLetsNoneBehindItPass(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &queue.Options{Concurrency: 4})
+	ctx := testContext(t)
+	l := newLedger()
+	first := f.q.CreateJob(step{Key: "doc", Place: 0}).SetSequence("doc").SetRetryDelay(500 * time.Millisecond)
+	l.failOnce[first.ID] = true
+	middle := f.q.CreateJob(step{Key: "doc", Place: 1}).SetSequence("doc")
+	_, err := f.q.AddJob(ctx, first, middle)
+	require.NoError(t, err)
+	last := f.q.CreateJob(step{Key: "doc", Place: 2}).SetSequence("doc")
+	last.Fields["rjqSequencePrev"] = "" // "nothing ahead of me": a caller's word is not taken
+	_, err = f.q.AddJob(ctx, last)
+	require.NoError(t, err)
+	assert.Equal(t, "", f.rawDoc(t, first.ID)["rjqSequencePrev"])
+	assert.Equal(t, first.ID, f.rawDoc(t, middle.ID)["rjqSequencePrev"])
+	assert.Equal(t, middle.ID, f.rawDoc(t, last.ID)["rjqSequencePrev"], "the last of the sequence when it was added, from another call")
+
+	events := f.q.Events(ctx, queue.EventFailed, queue.EventCompleted)
+	require.NoError(t, f.q.Process(l.handler))
+	waitForAll(t, events, queue.EventFailed, first)
+	_, err = f.q.CancelJob(ctx, "no longer wanted", middle.ID)
+	require.NoError(t, err)
+	waitForAll(t, events, queue.EventCompleted, first, last)
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	assert.Equal(t, []int{0, 0, 2}, l.started["doc"], "the last starts after the first's retry, not during its delay")
+	assert.Equal(t, 1, l.most["doc"])
+}
+
+// A job of a sequence without the stamp of the job ahead (added by an earlier version of
+// this library) still waits for its turn, read from the index.
+func TestJobsWithoutTheStampKeepTheirOrder(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &queue.Options{Concurrency: 4})
+	ctx := testContext(t)
+	l := newLedger()
+	var jobs []*job.Job
+	for place := range 4 {
+		j := f.q.CreateJob(step{Key: "old", Place: place}).SetSequence("old").SetRetryDelay(200 * time.Millisecond)
+		if place == 1 {
+			l.failOnce[j.ID] = true
+		}
+		jobs = append(jobs, j)
+	}
+	_, err := f.q.AddJob(ctx, jobs...)
+	require.NoError(t, err)
+	_, err = f.table().Replace(func(doc r.Term) any { return doc.Without("rjqSequencePrev") }).RunWrite(f.raw)
+	require.NoError(t, err)
+	assert.NotContains(t, f.rawDoc(t, jobs[3].ID), "rjqSequencePrev")
+
+	events := f.q.Events(ctx, queue.EventCompleted)
+	require.NoError(t, f.q.Process(l.handler))
+	waitForAll(t, events, queue.EventCompleted, jobs...)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	assert.Empty(t, l.early)
+	assert.Equal(t, []int{0, 1, 1, 2, 3}, l.started["old"])
+	assert.Equal(t, 1, l.most["old"])
 }

@@ -83,11 +83,14 @@ func Millis(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
 // Group is the extra field of a job's group (job.SetGroup), a string.
 const Group = "rjqGroup"
 
-// The extra fields of a job's sequence (job.SetSequence): its key, a string, and its
-// place, an integer of microseconds that AddJob stamps, increasing within a process.
+// The extra fields of a job's sequence (job.SetSequence): its key, a string; its place,
+// an integer of microseconds that AddJob stamps, increasing within a process; and the id
+// of the job of the key that was last in the sequence when it was added, "" when none was
+// unfinished (AddJob stamps it too; a document without it is placed by its place alone).
 const (
-	Sequence   = "rjqSequence"
-	SequenceAt = "rjqSequenceAt"
+	Sequence     = "rjqSequence"
+	SequenceAt   = "rjqSequenceAt"
+	SequencePrev = "rjqSequencePrev"
 )
 
 // The extra fields of workflows (job.SetDependsOn): a job's parents, an array of ids, and,

@@ -80,7 +80,10 @@ type Queue struct {
 	flow           flowMover
 	// sequenceIndex is set once this queue has made sure of the table's index of
 	// sequences.
-	sequenceIndex      atomic.Bool
+	sequenceIndex atomic.Bool
+	// tailsWaited is set once an add of this queue waited for the index of sequences to
+	// be built, to read the last job of each sequence (sequenceTails).
+	tailsWaited        atomic.Bool
 	deadlineIndexSeen  atomic.Bool
 	deadlineIndexCheck atomic.Int64
 }

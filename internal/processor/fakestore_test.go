@@ -309,6 +309,10 @@ func (s *fakeStore) SequenceHeads(context.Context, []string) (map[string]rdb.Can
 	return nil, errors.New("fakeStore: no sequences")
 }
 
+func (s *fakeStore) ReadSequenceJobs(context.Context, []string) (map[string]rdb.SequenceJob, error) {
+	return nil, errors.New("fakeStore: no sequences")
+}
+
 func (s *fakeStore) EnsureSequenceIndex(context.Context) error { return nil }
 
 func (s *fakeStore) ReleaseSlots(context.Context, map[string][]rdb.Holder) error { return nil }

@@ -81,6 +81,7 @@ type Store interface {
 	ReleaseSlots(ctx context.Context, runs map[string][]rdb.Holder) error
 	Stale(ctx context.Context, slots rdb.Slots, now time.Time) (map[string][]string, error)
 	SequenceHeads(ctx context.Context, keys []string) (map[string]rdb.Candidate, error)
+	ReadSequenceJobs(ctx context.Context, ids []string) (map[string]rdb.SequenceJob, error)
 	EnsureSequenceIndex(ctx context.Context) error
 }
 

@@ -41,21 +41,18 @@ func (l *limiter) slotKeys(j *job.Job) (keys []string, limits []int) {
 }
 
 // firstOfSequences keeps the jobs that belong to no sequence and those that come first
-// in theirs (rdb.SequenceHeads); a sequence whose job came second is held back
-// (fullUntil), like a full key, until a run of it ends or slotRecheck has passed. When
-// the heads cannot be read, the jobs of sequences wait; on a table without the index of
-// sequences (made by AddJob; a table whose jobs were written otherwise) it is made.
+// in theirs; a sequence whose job came second is held back (fullUntil), like a full key,
+// until a run of it ends or slotRecheck has passed. Each job's turn is told by the job
+// AddJob stamped as ahead of it (turns), and, where that cannot tell, by the first job of
+// its key in the index (rdb.SequenceHeads). When neither can be read, the jobs of
+// sequences wait; on a table without the index of sequences (made by AddJob; a table
+// whose jobs were written otherwise) it is made.
 func (p *producer) firstOfSequences(ctx context.Context, jobs []*job.Job, now time.Time) []*job.Job {
-	var keys []string
-	for _, j := range jobs {
-		if s := j.Sequence(); s != "" && !contains(keys, s) {
-			keys = append(keys, s)
-		}
+	turn, unknown, err := p.turns(ctx, jobs)
+	var heads map[string]rdb.Candidate
+	if err == nil && len(unknown) > 0 {
+		heads, err = p.p.cfg.Store.SequenceHeads(ctx, unknown)
 	}
-	if len(keys) == 0 {
-		return jobs
-	}
-	heads, err := p.p.cfg.Store.SequenceHeads(ctx, keys)
 	switch {
 	case errors.Is(err, rdb.ErrNoSequenceIndex):
 		if !p.seqIndexAsked {
@@ -87,9 +84,20 @@ func (p *producer) firstOfSequences(ctx context.Context, jobs []*job.Job, now ti
 			kept = append(kept, j)
 			continue
 		}
+		if err == nil && !taken[s] {
+			switch turn[j.ID] {
+			case rdb.TurnFirst:
+				taken[s] = true
+				kept = append(kept, j)
+				continue
+			case rdb.TurnWaits:
+				l.fullUntil[rdb.SequenceSlot(s)] = now.Add(slotRecheck)
+				continue
+			}
+		}
 		head, ok := heads[s]
 		switch {
-		case err == nil && !ok:
+		case err == nil && !ok && turn[j.ID] == rdb.TurnUnknown:
 			// A job that is not in the index (its place missing: written by hand) has no
 			// turn to wait for; it still runs only while it holds its sequence's slot.
 			kept = append(kept, j)
@@ -110,6 +118,41 @@ func (p *producer) firstOfSequences(ctx context.Context, jobs []*job.Job, now ti
 		l.fullUntil[rdb.SequenceSlot(s)] = now.Add(slotRecheck)
 	}
 	return kept
+}
+
+// turns tells the turn of each job of a sequence among jobs from the job ahead of it
+// (rdb.TurnOf), read by id in one query; unknown lists the keys of the jobs it cannot
+// tell, for the index to.
+func (p *producer) turns(ctx context.Context, jobs []*job.Job) (turn map[string]rdb.Turn, unknown []string, err error) {
+	var prevs []string
+	for _, j := range jobs {
+		if prev, ok := rdb.SequencePrev(j); ok && prev != "" && j.Sequence() != "" {
+			prevs = append(prevs, prev)
+		}
+	}
+	var ahead map[string]rdb.SequenceJob
+	if len(prevs) > 0 {
+		if ahead, err = p.p.cfg.Store.ReadSequenceJobs(ctx, prevs); err != nil {
+			return nil, nil, err
+		}
+	}
+	turn = make(map[string]rdb.Turn)
+	seen := make(map[string]bool)
+	for _, j := range jobs {
+		s := j.Sequence()
+		if s == "" {
+			continue
+		}
+		prev, _ := rdb.SequencePrev(j)
+		got, found := ahead[prev]
+		t := rdb.TurnOf(j, got, found)
+		turn[j.ID] = t
+		if t == rdb.TurnUnknown && !seen[s] {
+			seen[s] = true
+			unknown = append(unknown, s)
+		}
+	}
+	return turn, unknown, nil
 }
 
 // skippedID reports whether job id is among the ids a claim leaves out (of any type: a

@@ -16,8 +16,9 @@ import (
 
 // Sequences (job.SetSequence): a job of a sequence runs only while it is the first of its
 // key in IndexSequence (the unfinished jobs of the key, in the order they were added:
-// SequenceHeads), and while its run holds the key's one running slot (SequenceSlot, taken
-// like a group's). The first alone keeps the order, and keeps a failed job that will be
+// SequenceHeads; told more cheaply, most of the time, by the job ahead of it: turn.go),
+// and while its run holds the key's one running slot (SequenceSlot, taken like a
+// group's). The first alone keeps the order, and keeps a failed job that will be
 // retried ahead of the jobs behind it; the slot alone keeps one run at a time, even when a
 // job added late by a process whose clock is behind comes first.
 
@@ -48,8 +49,7 @@ func (t *Table) SequenceHeads(ctx context.Context, keys []string) (map[string]Ca
 	}
 	var got map[string][]map[string]any
 	if err := t.ReadOne(ctx, r.Expr(terms), &got); err != nil {
-		if msg := err.Error(); strings.Contains(msg, "Index `"+IndexSequence+"` was not found") ||
-			strings.Contains(msg, "before its construction was finished") {
+		if noSequenceIndex(err) {
 			return nil, fmt.Errorf("queue %s: %w", t.Name, ErrNoSequenceIndex)
 		}
 		return nil, fmt.Errorf("queue %s: read the first job of each sequence: %w", t.Name, err)
