@@ -455,8 +455,17 @@ func processRun(ctx context.Context, addr string, concurrency, n int, cpu cpuMet
 			return result{}, err
 		}
 	}
-	if _, err := q.AddJob(ctx, jobs...); err != nil {
-		return result{}, err
+	calls := [][]*job.Job{jobs}
+	if g.sequences > 0 && g.inRounds {
+		calls = nil
+		for i := 0; i < len(jobs); i += g.sequences {
+			calls = append(calls, jobs[i:min(i+g.sequences, len(jobs))])
+		}
+	}
+	for _, call := range calls {
+		if _, err := q.AddJob(ctx, call...); err != nil {
+			return result{}, err
+		}
 	}
 	events := q.Events(ctx, queue.EventCompleted, queue.EventError)
 	var reads, claims, finishes *wirecount.Tally
@@ -658,25 +667,38 @@ func splitInts(name, list string) []int {
 
 // grouping spreads a processing run's jobs over groups, each with a running limit
 // (Queue.SetGroupLimit's default), or over sequences (job.SetSequence); zero: none.
-type grouping struct{ groups, limit, sequences int }
+type grouping struct {
+	groups, limit, sequences int
+	// inRounds adds the jobs of sequences in one AddJob a round, each holding one job of
+	// every key (events arriving over time), rather than all in one call (a bulk import,
+	// whose jobs of one millisecond the claim index orders by id, not by add).
+	inRounds bool
+}
 
-// groupRows measures processing at each level with the jobs spread over groups, beside
-// the same level without groups (from byLevel, measured in this run).
 // sequenceRows measures processing at each level with the jobs spread over keys
-// sequences, beside the same level without (from byLevel, measured in this run).
+// sequences, all added in one call and then in rounds, beside the same level without
+// (from byLevel, measured in this run).
 func (b bench) sequenceRows(keys int, byLevel map[int]levelResult, levels string) {
-	g := grouping{sequences: keys}
 	for _, lv := range strings.Split(levels, ",") {
 		c, n := parsePair(lv)
-		res := b.best(func() (result, error) { return measureProcess(b.ctx, b.addr, c, n, b.cpu, g) })
-		fmt.Printf("| process, concurrency %d (N=%d), %d sequences of %d jobs, jobs/s | %.0f | %.2f | | | | | %s | | |\n",
-			c, n, keys, n/keys, res.jobsPerSec, res.queriesPerJob, perJob(res.cpu, res.jobs))
-		if plain := byLevel[c].lib; plain.jobsPerSec > 0 {
-			fmt.Printf("| … ÷ the same without sequences | %s | | | | | | | | |\n", ratio(res.jobsPerSec, plain.jobsPerSec))
+		for _, inRounds := range []bool{false, true} {
+			g := grouping{sequences: keys, inRounds: inRounds}
+			how := "added in one call"
+			if inRounds {
+				how = fmt.Sprintf("added in %d calls of one job a key", n/keys)
+			}
+			res := b.best(func() (result, error) { return measureProcess(b.ctx, b.addr, c, n, b.cpu, g) })
+			fmt.Printf("| process, concurrency %d (N=%d), %d sequences of %d jobs %s, jobs/s | %.0f | %.2f | | | | | %s | | |\n",
+				c, n, keys, n/keys, how, res.jobsPerSec, res.queriesPerJob, perJob(res.cpu, res.jobs))
+			if plain := byLevel[c].lib; plain.jobsPerSec > 0 {
+				fmt.Printf("| … ÷ the same without sequences | %s | | | | | | | | |\n", ratio(res.jobsPerSec, plain.jobsPerSec))
+			}
 		}
 	}
 }
 
+// groupRows measures processing at each level with the jobs spread over groups, beside
+// the same level without groups (from byLevel, measured in this run).
 func (b bench) groupRows(spec string, byLevel map[int]levelResult, levels string) {
 	g := grouping{}
 	g.groups, g.limit = parsePair(spec)
