@@ -196,6 +196,11 @@ func (b bench) run(f flags) {
 		}
 	}
 	if f.scale != "" {
+		// Built first: run from elsewhere, the dashboard step would fail only after the
+		// fill (ten minutes at 10⁶ jobs).
+		if _, err := rjqBinary(); err != nil {
+			log.Fatalf("-scale: %v", err)
+		}
 		scaleRows(b.ctx, b.addr, f.scale, b.cpu)
 	}
 	if f.cross != "" {
