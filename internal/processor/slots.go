@@ -48,6 +48,9 @@ func (l *limiter) slotKeys(j *job.Job) (keys []string, limits []int) {
 // sequences wait; on a table without the index of sequences (made by AddJob; a table
 // whose jobs were written otherwise) it is made.
 func (p *producer) firstOfSequences(ctx context.Context, jobs []*job.Job, now time.Time) []*job.Job {
+	if !slices.ContainsFunc(jobs, func(j *job.Job) bool { return j.Sequence() != "" }) {
+		return jobs
+	}
 	turn, unknown, err := p.turns(ctx, jobs)
 	var heads map[string]rdb.Candidate
 	if err == nil && len(unknown) > 0 {

@@ -42,17 +42,9 @@ func (t *Table) SequenceHeads(ctx context.Context, keys []string) (map[string]Ca
 	if len(keys) == 0 {
 		return map[string]Candidate{}, nil
 	}
-	terms := make(map[string]any, len(keys))
-	for _, k := range keys {
-		terms[k] = t.Term().Between([]any{k, r.MinVal, r.MinVal}, []any{k, r.MaxVal, r.MaxVal}, r.BetweenOpts{Index: IndexSequence}).
-			OrderBy(r.OrderByOpts{Index: IndexSequence}).Limit(1).CoerceTo("array")
-	}
 	var got map[string][]map[string]any
-	if err := t.ReadOne(ctx, r.Expr(terms), &got); err != nil {
-		if noSequenceIndex(err) {
-			return nil, fmt.Errorf("queue %s: %w", t.Name, ErrNoSequenceIndex)
-		}
-		return nil, fmt.Errorf("queue %s: read the first job of each sequence: %w", t.Name, err)
+	if err := t.keyEnds(ctx, keys, IndexSequence, func(end r.Term) r.Term { return end }, "first", &got); err != nil {
+		return nil, err
 	}
 	out := make(map[string]Candidate, len(got))
 	for k, docs := range got {

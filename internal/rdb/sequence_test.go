@@ -20,10 +20,8 @@ import (
 // without the index says so with ErrNoSequenceIndex, and a document of any shape in the
 // table neither stops the read nor comes first.
 func TestSequenceHeadsAreTheFirstUnfinishedJobs(t *testing.T) {
-	db, s := testserver.DB(t), testserver.Session(t)
 	ctx := context.Background()
-	require.NoError(t, dbinit.Assert(ctx, dbinit.Target{Session: s, DB: db, Table: "jobs"}))
-	tbl := &rdb.Table{Session: s, DB: db, Name: "jobs", QueueID: "worker:w", LimitJobLogs: 100}
+	tbl, s, db := sequenceTable(t)
 	if !testserver.Get(t).IsReqlite() {
 		// reqlite answers a read of a missing index with a malformed response
 		// ("Unexpected response type: 0"), not the server's error.
@@ -73,17 +71,14 @@ func headIDs(heads map[string]rdb.Candidate) map[string]string {
 // index is being built it reads the same through the status index. A table without the
 // index has none.
 func TestSequenceCountsByIndexAndWhileItIsBuilt(t *testing.T) {
-	db, s := testserver.DB(t), testserver.Session(t)
 	ctx := context.Background()
-	require.NoError(t, dbinit.Assert(ctx, dbinit.Target{Session: s, DB: db, Table: "jobs"}))
-	tbl := &rdb.Table{Session: s, DB: db, Name: "jobs", QueueID: "worker:w", LimitJobLogs: 100}
+	tbl, s, db := sequenceTable(t)
 	counts, partial, err := tbl.SequenceCounts(ctx, 100)
 	require.NoError(t, err, "no index")
 	assert.Empty(t, counts)
 	assert.False(t, partial)
 
-	require.NoError(t, tbl.EnsureSequenceIndex(ctx))
-	require.NoError(t, r.DB(db).Table("jobs").IndexWait(rdb.IndexSequence).Exec(s))
+	buildSequenceIndex(t, tbl)
 	insert := sequenceInserter(t, s, db)
 	insert("a", 10, job.Completed)
 	insert("a", 30, job.Waiting)
@@ -117,6 +112,20 @@ func TestSequenceCountsByIndexAndWhileItIsBuilt(t *testing.T) {
 
 // sequenceInserter returns a function that inserts a job of sequence key at place with
 // status into db's table "jobs", and returns its id.
+// sequenceTable is a queue table of the test's own, made as dbinit makes it, without the
+// index of sequences.
+func sequenceTable(t *testing.T) (*rdb.Table, *r.Session, string) {
+	db, s := testserver.DB(t), testserver.Session(t)
+	require.NoError(t, dbinit.Assert(context.Background(), dbinit.Target{Session: s, DB: db, Table: "jobs"}))
+	return &rdb.Table{Session: s, DB: db, Name: "jobs", QueueID: "worker:w", LimitJobLogs: 100}, s, db
+}
+
+// buildSequenceIndex makes tbl's index of sequences and waits until it is built.
+func buildSequenceIndex(t *testing.T, tbl *rdb.Table) {
+	require.NoError(t, tbl.EnsureSequenceIndex(context.Background()))
+	require.NoError(t, r.DB(tbl.DB).Table(tbl.Name).IndexWait(rdb.IndexSequence).Exec(tbl.Session))
+}
+
 func sequenceInserter(t *testing.T, s *r.Session, db string) func(key string, place int64, status job.Status) string {
 	return func(key string, place int64, status job.Status) string {
 		j := job.New(nil, job.DefaultOptions()).SetSequence(key)

@@ -29,17 +29,9 @@ func (t *Table) SequenceTails(ctx context.Context, keys []string) (map[string]st
 	if len(keys) == 0 {
 		return map[string]string{}, nil
 	}
-	terms := make(map[string]any, len(keys))
-	for _, k := range keys {
-		terms[k] = t.Term().Between([]any{k, r.MinVal, r.MinVal}, []any{k, r.MaxVal, r.MaxVal}, r.BetweenOpts{Index: IndexSequence}).
-			OrderBy(r.OrderByOpts{Index: r.Desc(IndexSequence)}).Limit(1).Field(docfmt.ID).CoerceTo("array")
-	}
 	var got map[string][]any
-	if err := t.ReadOne(ctx, r.Expr(terms), &got); err != nil {
-		if noSequenceIndex(err) {
-			return nil, fmt.Errorf("queue %s: %w", t.Name, ErrNoSequenceIndex)
-		}
-		return nil, fmt.Errorf("queue %s: read the last job of each sequence: %w", t.Name, err)
+	if err := t.keyEnds(ctx, keys, r.Desc(IndexSequence), func(end r.Term) r.Term { return end.Field(docfmt.ID) }, "last", &got); err != nil {
+		return nil, err
 	}
 	out := make(map[string]string, len(keys))
 	for _, k := range keys {
@@ -54,6 +46,25 @@ func (t *Table) SequenceTails(ctx context.Context, keys []string) (map[string]st
 		}
 	}
 	return out, nil
+}
+
+// keyEnds reads into dst, for each key, an array of at most one element: shape of the
+// key's first job in IndexSequence read in order (the index's order, or r.Desc of it for
+// the last); which ("first", "last") names it in an error. One range read a key, in one
+// query.
+func (t *Table) keyEnds(ctx context.Context, keys []string, order any, shape func(r.Term) r.Term, which string, dst any) error {
+	terms := make(map[string]any, len(keys))
+	for _, k := range keys {
+		terms[k] = shape(t.Term().Between([]any{k, r.MinVal, r.MinVal}, []any{k, r.MaxVal, r.MaxVal}, r.BetweenOpts{Index: IndexSequence}).
+			OrderBy(r.OrderByOpts{Index: order}).Limit(1)).CoerceTo("array")
+	}
+	if err := t.ReadOne(ctx, r.Expr(terms), dst); err != nil {
+		if noSequenceIndex(err) {
+			return fmt.Errorf("queue %s: %w", t.Name, ErrNoSequenceIndex)
+		}
+		return fmt.Errorf("queue %s: read the %s job of each sequence: %w", t.Name, which, err)
+	}
+	return nil
 }
 
 // noSequenceIndex reports whether err says that IndexSequence is missing or not built yet.

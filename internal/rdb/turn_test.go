@@ -6,12 +6,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
-	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
-	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -19,12 +16,9 @@ import (
 // or that has none, has none. The jobs ahead are read by id with their key, place and
 // status, and an id the table does not hold is left out.
 func TestSequenceTailsAndTheJobsAhead(t *testing.T) {
-	db, s := testserver.DB(t), testserver.Session(t)
 	ctx := context.Background()
-	require.NoError(t, dbinit.Assert(ctx, dbinit.Target{Session: s, DB: db, Table: "jobs"}))
-	tbl := &rdb.Table{Session: s, DB: db, Name: "jobs", QueueID: "worker:w", LimitJobLogs: 100}
-	require.NoError(t, tbl.EnsureSequenceIndex(ctx))
-	require.NoError(t, r.DB(db).Table("jobs").IndexWait(rdb.IndexSequence).Exec(s))
+	tbl, s, db := sequenceTable(t)
+	buildSequenceIndex(t, tbl)
 
 	insert := sequenceInserter(t, s, db)
 	a1 := insert("a", 10, job.Active)
