@@ -21,8 +21,23 @@ var ErrInvalidGroup = fmt.Errorf("%w group: want a non-empty UTF-8 key of at mos
 // for group "", and without either has none). The running jobs hold their group's slots
 // until their outcome is written, or their lease ends (a worker that died), never less.
 //
+// Groups take turns: among jobs of one priority that are due, a group that starts to add
+// while another has a backlog does not wait behind that backlog. AddJob gives the new
+// jobs of a group that are due at once consecutive turns of their group and priority,
+// from the later of the group's last turn and the job a claim takes next, 20 turns to a
+// millisecond of dateEnable (the job's DateEnable, as AddJob returns it, is its turn's
+// millisecond): two groups' jobs so alternate in the claim order, each group's in the
+// order it added them. A burst of one group is spread over the milliseconds that follow
+// (a burst of 20,000 over one second: that group alone starts at most 20,000 jobs a
+// second while it is ahead of the clock); a group's next add never waits more than 10 s
+// for turns its earlier jobs took. Jobs without a group, delayed (SetDateEnable in the
+// future) or debounced keep their time. The turns are kept in the table
+// "<queue>_slots"; taking them costs an add of such jobs a read and a write.
+//
 // The group is stored in the extra field "rjqGroup". A Node.js worker knows nothing of
-// it: it runs such jobs as any other, outside the limit.
+// it: it runs such jobs as any other, outside the limit, and claims them in the same
+// turns (it orders by dateEnable too); a job a Node.js producer adds with a group takes
+// no turn and goes by its time.
 func (j *Job) SetGroup(key string) *Job {
 	if !validKey(key, MaxGroupLen) {
 		return j.fail(fmt.Errorf("%w (got %q)", ErrInvalidGroup, key))

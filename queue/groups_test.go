@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
@@ -262,4 +263,60 @@ func TestGroupsCountWaitingAndActiveJobs(t *testing.T) {
 			{Group: "zeta", Limit: 3, Active: 1},
 		}, groups)
 	}, 10*time.Second, 50*time.Millisecond)
+}
+
+// Groups take turns: a group that adds behind another's backlog starts beside its head,
+// not behind its last job; the jobs of a group keep their add order; a job without a
+// group, or delayed, keeps its dateEnable.
+func TestAGroupAddedBehindABacklogTakesTurnsWithIt(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &queue.Options{Concurrency: 1})
+	ctx := testContext(t)
+	var backlog []*job.Job
+	for i := range 200 {
+		backlog = append(backlog, f.q.CreateJob(i).SetGroup("a"))
+	}
+	_, err := f.q.AddJob(ctx, backlog...)
+	require.NoError(t, err)
+	for i := 1; i < len(backlog); i++ {
+		require.False(t, backlog[i].DateEnable.Before(backlog[i-1].DateEnable), "a group's jobs keep their add order")
+	}
+	spread := backlog[len(backlog)-1].DateEnable.Sub(backlog[0].DateEnable)
+	assert.Equal(t, time.Duration(len(backlog)/rdb.TurnsPerMilli-1)*time.Millisecond, spread, "TurnsPerMilli jobs of a group a millisecond")
+
+	var late []*job.Job
+	for i := range 10 {
+		late = append(late, f.q.CreateJob(i).SetGroup("b"))
+	}
+	plain := f.q.CreateJob("plain")
+	plainAt := plain.DateEnable
+	delayedAt := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	delayed := f.q.CreateJob("delayed").SetGroup("b").SetDateEnable(delayedAt)
+	_, err = f.q.AddJob(ctx, append(late, plain, delayed)...)
+	require.NoError(t, err)
+	assert.True(t, plain.DateEnable.Equal(plainAt), "a job without a group keeps its time")
+	assert.True(t, delayed.DateEnable.Equal(delayedAt), "a delayed job keeps its time")
+	assert.False(t, late[0].DateEnable.After(backlog[0].DateEnable), "b starts at a's head")
+
+	var mu sync.Mutex
+	var order []string
+	events := f.q.Events(ctx, queue.EventCompleted)
+	require.NoError(t, f.q.Process(func(_ context.Context, j *job.Job) (any, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, j.Group())
+		return nil, nil
+	}))
+	all := append(append(append([]*job.Job(nil), backlog...), late...), plain)
+	waitForAll(t, events, queue.EventCompleted, all...)
+	mu.Lock()
+	defer mu.Unlock()
+	lastB := -1
+	for i, g := range order {
+		if g == "b" {
+			lastB = i
+		}
+	}
+	t.Logf("b's last of its 10 jobs started %dth of %d", lastB+1, len(order))
+	assert.Less(t, lastB, 2*(len(late)+rdb.TurnsPerMilli), "b waited for a's backlog: %v", order)
 }

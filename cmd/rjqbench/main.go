@@ -60,6 +60,7 @@ type flags struct {
 	addr, levels, cross, queries, scale       string
 	addN, latencyN, procsN                    int
 	procs, groups, ordered, exact             string
+	fair                                      string
 	queryParts, serverPIDs                    string
 	crossN, burst, rounds, bulkN              int
 	node, floor, childCount                   bool
@@ -104,6 +105,7 @@ func parseFlags() flags {
 	flag.BoolVar(&countWanted, "count", true, "count the queries per job of processing, in a run of its own through a counting proxy (the timed runs go without it)")
 	flag.IntVar(&tableShards, "shards", 0, "shards of the queue tables the measurements make, but -priority's (0: one); on a cluster the server spreads them")
 	flag.BoolVar(&kindsWanted, "kinds", false, "print how many jobs each read, claim and outcome write took (on stderr)")
+	flag.StringVar(&f.fair, "fair", "", "backlog:jobs (e.g. 20000:100): group A holds backlog waiting jobs; a second after a worker of concurrency 50 starts, another queue adds jobs of group B: B's last start against its fair share, and the starts while B waits against before (-rounds runs) (empty: none)")
 	flag.StringVar(&f.exact, "exact", "", "keys:jobs:limit (e.g. 200:20:3): groups, then job names, capped at limit, over 4 worker processes at concurrency 20, one SIGKILLed and replaced: the most running of a key at once (empty: none)")
 	flag.StringVar(&f.ordered, "ordered", "", "sequences keys:jobs (e.g. 50:40) over 4 worker processes at concurrency 10 with one run in ten failing once: check add order and one run at a time per key (empty: none)")
 	flag.IntVar(&f.sequences, "sequences", 0, "also measure each -concurrency level with its jobs spread over this many sequences (0: none)")
@@ -160,6 +162,10 @@ func (b bench) run(f flags) {
 	}
 	if f.groups != "" {
 		b.groupRows(f.groups, byLevel, f.levels)
+	}
+	if f.fair != "" {
+		backlog, jobs := parsePair(f.fair)
+		b.fairRows(backlog, jobs, f.rounds)
 	}
 	if f.sequences > 0 {
 		b.sequenceRows(f.sequences, byLevel, f.levels)

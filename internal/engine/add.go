@@ -44,7 +44,11 @@ func (q *Queue) AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error
 	if err := q.recordChildren(ctx, plan); err != nil {
 		return nil, err
 	}
-	b := q.newBatch(jobs, plan, q.sequenceTails(ctx, jobs))
+	turns, err := q.groupTurns(ctx, jobs)
+	if err != nil {
+		return nil, err
+	}
+	b := q.newBatch(jobs, plan, q.sequenceTails(ctx, jobs), turns)
 	here := q.claimHere(&b)
 	if len(b.plain) > 0 {
 		ids, docs := b.pick(b.plain)
@@ -84,8 +88,9 @@ type addBatch struct {
 // newBatch makes the documents of jobs as this queue adds them: waiting, in its name,
 // with the log entry "Job added to the queue". A job of a sequence gets its place, and,
 // when tails holds its key, the id of the job ahead of it (rdb.TurnOf): the key's tail,
-// or the job of the key before it in jobs.
-func (q *Queue) newBatch(jobs []*job.Job, plan addPlan, tails map[string]string) addBatch {
+// or the job of the key before it in jobs. A job of a group that took a turn (turns, by
+// index in jobs: see groupTurns) and stays waiting takes its turn's dateEnable.
+func (q *Queue) newBatch(jobs []*job.Job, plan addPlan, tails map[string]string, turns map[int]time.Time) addBatch {
 	b := addBatch{saved: make([]job.Job, len(jobs)), docs: make([]any, len(jobs)), ids: make([]string, len(jobs))}
 	for i, j := range jobs {
 		if j.UniqueKey() != "" {
@@ -112,6 +117,9 @@ func (q *Queue) newBatch(jobs []*job.Job, plan addPlan, tails map[string]string)
 		}
 		if saved.Status == job.Waiting {
 			saved.DateEnable = rdb.DebouncedStart(&saved, time.Now())
+			if at, ok := turns[i]; ok {
+				saved.DateEnable = at
+			}
 		}
 		e := rdb.NewLog(&saved, q.id, nil, job.MessageAdded, job.Information, job.Waiting)
 		saved.Log = rdb.AppendLog(append([]job.LogEntry(nil), j.Log...), e, q.cfg.LimitJobLogs, rdb.TruncatedLog(&saved, q.id, q.cfg.LimitJobLogs, job.Waiting))

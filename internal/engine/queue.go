@@ -83,7 +83,12 @@ type Queue struct {
 	sequenceIndex atomic.Bool
 	// tailsWaited is set once an add of this queue waited for the index of sequences to
 	// be built, to read the last job of each sequence (sequenceTails).
-	tailsWaited        atomic.Bool
+	tailsWaited atomic.Bool
+	// turnsSide is set once this queue has made sure of the side table that holds the
+	// turns of groups (groupTurns); turnsAgain is when adds take turns again after they
+	// could not (Unix nanoseconds; 0: now).
+	turnsSide          atomic.Bool
+	turnsAgain         atomic.Int64
 	deadlineIndexSeen  atomic.Bool
 	deadlineIndexCheck atomic.Int64
 }
