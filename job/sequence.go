@@ -29,9 +29,14 @@ var ErrInvalidSequence = fmt.Errorf("%w sequence: want a non-empty UTF-8 key of 
 // "rjqSequenceAt", and the id of the job of the key that was last when it was added in
 // "rjqSequencePrev" ("" for none; AddJob writes both, over any value the caller put in
 // Fields): a worker reads that job by id to tell whether this one's turn has come, and
-// reads the table's index of sequences only when it cannot tell. A Node.js worker knows
-// nothing of them: it runs such jobs as any other, out of order and beside the running
-// one.
+// reads the table's index of sequences only when it cannot tell. AddJob also places each
+// job that is due at least a millisecond of dateEnable after the job of its key ahead of
+// it that waits (10 s at most after the add; a delayed or debounced job keeps its time):
+// the jobs of one key so never share a millisecond, and the claim order holds the next
+// job of every key before the one after it of any, where workers would read them and
+// pass them over (a key runs one job at a time: the millisecond costs it nothing). A
+// Node.js worker knows nothing of them: it runs such jobs as any other, out of order and
+// beside the running one.
 func (j *Job) SetSequence(key string) *Job {
 	if !validKey(key, MaxSequenceLen) {
 		return j.fail(fmt.Errorf("%w (got %q)", ErrInvalidSequence, key))

@@ -274,3 +274,31 @@ func TestJobsWithoutTheStampKeepTheirOrder(t *testing.T) {
 	assert.Equal(t, []int{0, 1, 1, 2, 3}, l.started["old"])
 	assert.Equal(t, 1, l.most["old"])
 }
+
+// The jobs of a key never share a millisecond of dateEnable: each goes at least a
+// millisecond after the one ahead that waits, in one add or across adds, so that the claim
+// order holds the first jobs of every key before the second of any; a job of another key
+// is not moved, nor a delayed one.
+func TestTheJobsOfASequenceArePlacedAfterTheOneAhead(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := testContext(t)
+	k := []*job.Job{f.q.CreateJob(0).SetSequence("k"), f.q.CreateJob(1).SetSequence("k"), f.q.CreateJob(2).SetSequence("k")}
+	other := f.q.CreateJob("m").SetSequence("m")
+	otherAt := other.DateEnable
+	_, err := f.q.AddJob(ctx, k[0], other, k[1], k[2])
+	require.NoError(t, err)
+	assert.True(t, other.DateEnable.Equal(otherAt), "the first of a key keeps its time")
+	for i := 1; i < len(k); i++ {
+		assert.GreaterOrEqual(t, k[i].DateEnable.Sub(k[i-1].DateEnable), time.Millisecond, "job %d", i)
+	}
+	later := f.q.CreateJob(3).SetSequence("k")
+	_, err = f.q.AddJob(ctx, later)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, later.DateEnable.Sub(k[2].DateEnable), time.Millisecond, "after the key's last, which waits")
+	delayedAt := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	delayed := f.q.CreateJob(4).SetSequence("k").SetDateEnable(delayedAt)
+	_, err = f.q.AddJob(ctx, delayed)
+	require.NoError(t, err)
+	assert.True(t, delayed.DateEnable.Equal(delayedAt), "a delayed job keeps its time")
+}

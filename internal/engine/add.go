@@ -88,10 +88,13 @@ type addBatch struct {
 // newBatch makes the documents of jobs as this queue adds them: waiting, in its name,
 // with the log entry "Job added to the queue". A job of a sequence gets its place, and,
 // when tails holds its key, the id of the job ahead of it (rdb.TurnOf): the key's tail,
-// or the job of the key before it in jobs. A job of a group that took a turn (turns, by
-// index in jobs: see groupTurns) and stays waiting takes its turn's dateEnable.
-func (q *Queue) newBatch(jobs []*job.Job, plan addPlan, tails map[string]string, turns map[int]time.Time) addBatch {
+// or the job of the key before it in jobs; and a dateEnable after the one ahead that
+// waits (sequenceSpacing). A job of a group that took a turn (turns, by index in jobs:
+// see groupTurns) and stays waiting takes its turn's dateEnable.
+func (q *Queue) newBatch(jobs []*job.Job, plan addPlan, tails map[string]rdb.SequenceTail, turns map[int]time.Time) addBatch {
 	b := addBatch{saved: make([]job.Job, len(jobs)), docs: make([]any, len(jobs)), ids: make([]string, len(jobs))}
+	now := time.Now()
+	space := newSequenceSpacing(tails, now)
 	for i, j := range jobs {
 		if j.UniqueKey() != "" {
 			b.unique = append(b.unique, i)
@@ -106,9 +109,9 @@ func (q *Queue) newBatch(jobs []*job.Job, plan addPlan, tails map[string]string,
 			saved.Fields[docfmt.SequenceAt] = sequencePlace()
 			// Never one the caller wrote: a wrong one would let a job pass those ahead.
 			delete(saved.Fields, docfmt.SequencePrev)
-			if prev, ok := tails[j.Sequence()]; ok {
-				saved.Fields[docfmt.SequencePrev] = prev
-				tails[j.Sequence()] = j.ID
+			if tail, ok := tails[j.Sequence()]; ok {
+				saved.Fields[docfmt.SequencePrev] = tail.ID
+				tails[j.Sequence()] = rdb.SequenceTail{ID: j.ID}
 			}
 		}
 		if saved.Status == job.Created {
@@ -116,9 +119,12 @@ func (q *Queue) newBatch(jobs []*job.Job, plan addPlan, tails map[string]string,
 			plan.apply(&saved)
 		}
 		if saved.Status == job.Waiting {
-			saved.DateEnable = rdb.DebouncedStart(&saved, time.Now())
+			saved.DateEnable = rdb.DebouncedStart(&saved, now)
 			if at, ok := turns[i]; ok {
 				saved.DateEnable = at
+			}
+			if s := saved.Sequence(); s != "" {
+				saved.DateEnable = space.place(s, saved.DateEnable, j.DateEnable.After(now) || j.Debounce() > 0)
 			}
 		}
 		e := rdb.NewLog(&saved, q.id, nil, job.MessageAdded, job.Information, job.Waiting)
@@ -314,7 +320,7 @@ const maxTailKeys = 1000
 // for newBatch; nil when jobs have none, and when it cannot be read: the jobs are then
 // added without the id of the job ahead (a claim asks the index of sequences instead, at
 // a range read a key).
-func (q *Queue) sequenceTails(ctx context.Context, jobs []*job.Job) map[string]string {
+func (q *Queue) sequenceTails(ctx context.Context, jobs []*job.Job) map[string]rdb.SequenceTail {
 	var keys []string
 	seen := make(map[string]bool)
 	for _, j := range jobs {

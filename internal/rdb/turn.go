@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
@@ -21,28 +22,43 @@ import (
 // in it), and a claim reads those jobs by id (ReadSequenceJobs) and asks the index only
 // when they cannot tell (TurnOf).
 
-// SequenceTails returns, for each key, the id of its unfinished job added last (the last
-// in IndexSequence's order), "" for a key without one: what AddJob stamps as the job ahead
-// of the first job of the key it adds. ErrNoSequenceIndex when the index is missing or
-// being built.
-func (t *Table) SequenceTails(ctx context.Context, keys []string) (map[string]string, error) {
+// SequenceTail is the unfinished job of a sequence added last, as SequenceTails reads
+// it.
+type SequenceTail struct {
+	// ID is the job's id; "" for a key without an unfinished job.
+	ID string
+	// Waiting is the job's dateEnable while it waits (its status waiting, its dateEnable a
+	// time); zero otherwise.
+	Waiting time.Time
+}
+
+// SequenceTails returns, for each key, its unfinished job added last (the last in
+// IndexSequence's order), with an empty ID for a key without one: what AddJob stamps as
+// the job ahead of the first job of the key it adds. ErrNoSequenceIndex when the index is
+// missing or being built.
+func (t *Table) SequenceTails(ctx context.Context, keys []string) (map[string]SequenceTail, error) {
 	if len(keys) == 0 {
-		return map[string]string{}, nil
+		return map[string]SequenceTail{}, nil
 	}
-	var got map[string][]any
-	if err := t.keyEnds(ctx, keys, r.Desc(IndexSequence), func(end r.Term) r.Term { return end.Field(docfmt.ID) }, "last", &got); err != nil {
+	var got map[string][]map[string]any
+	shape := func(end r.Term) r.Term { return end.Pluck(docfmt.ID, docfmt.Status, docfmt.DateEnable) }
+	if err := t.keyEnds(ctx, keys, r.Desc(IndexSequence), shape, "last", &got); err != nil {
 		return nil, err
 	}
-	out := make(map[string]string, len(keys))
+	out := make(map[string]SequenceTail, len(keys))
 	for _, k := range keys {
-		out[k] = ""
-		if ids := got[k]; len(ids) > 0 {
-			id, ok := ids[0].(string)
+		out[k] = SequenceTail{}
+		if docs := got[k]; len(docs) > 0 {
+			id, ok := docs[0][docfmt.ID].(string)
 			if !ok {
 				// A document written by hand with an id of another type: no id to name.
-				return nil, fmt.Errorf("queue %s: the last job of sequence %q has an id of type %T", t.Name, k, ids[0])
+				return nil, fmt.Errorf("queue %s: the last job of sequence %q has an id of type %T", t.Name, k, docs[0][docfmt.ID])
 			}
-			out[k] = id
+			tail := SequenceTail{ID: id}
+			if at, ok := docs[0][docfmt.DateEnable].(time.Time); ok && docs[0][docfmt.Status] == string(job.Waiting) {
+				tail.Waiting = at
+			}
+			out[k] = tail
 		}
 	}
 	return out, nil

@@ -29,7 +29,13 @@ func TestSequenceTailsAndTheJobsAhead(t *testing.T) {
 
 	tails, err := tbl.SequenceTails(ctx, []string{"a", "b", "c", "none"})
 	require.NoError(t, err)
-	assert.Equal(t, map[string]string{"a": a2, "b": "", "c": c1, "none": ""}, tails)
+	ids := make(map[string]string, len(tails))
+	for k, tail := range tails {
+		ids[k] = tail.ID
+	}
+	assert.Equal(t, map[string]string{"a": a2, "b": "", "c": c1, "none": ""}, ids)
+	assert.False(t, tails["a"].Waiting.IsZero(), "a waiting tail says when it falls due")
+	assert.True(t, tails["c"].Waiting.IsZero(), "a tail to be retried holds no place")
 
 	got, err := tbl.ReadSequenceJobs(ctx, []string{a1, c1, "no-such-job"})
 	require.NoError(t, err)
