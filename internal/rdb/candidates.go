@@ -146,10 +146,10 @@ func notSkipped(skip Skip) func(doc r.Term) r.Term {
 			keep = keep.And(names.Contains(doc.Field(docfmt.Name).Default(nil)).Not())
 		}
 		if len(skip.Groups) > 0 {
-			keep = keep.And(r.Expr(skip.Groups).Contains(doc.Field(docfmt.Group).Default(nil)).Not())
+			keep = keep.And(r.Expr(skip.Groups).Contains(fieldOr(doc, docfmt.Group, nil)).Not())
 		}
 		if len(skip.Sequences) > 0 {
-			keep = keep.And(r.Expr(skip.Sequences).Contains(doc.Field(docfmt.Sequence).Default(nil)).Not())
+			keep = keep.And(r.Expr(skip.Sequences).Contains(fieldOr(doc, docfmt.Sequence, nil)).Not())
 		}
 		return keep
 	}

@@ -86,13 +86,13 @@ func IndexFunc(name string) func(row r.Term) any {
 		}
 	case IndexDeadline:
 		return func(row r.Term) any {
-			deadline := row.Field(docfmt.Deadline).Default(nil)
+			deadline := fieldOr(row, docfmt.Deadline, nil)
 			live := row.Field("status").Eq("waiting").Or(row.Field("status").Eq("failed"))
 			return r.Branch(deadline.TypeOf().Eq("PTYPE<TIME>").And(live), deadline, nil)
 		}
 	case IndexSequence:
 		return func(row r.Term) any {
-			key, at := row.Field(docfmt.Sequence).Default(nil), row.Field(docfmt.SequenceAt).Default(nil)
+			key, at := fieldOr(row, docfmt.Sequence, nil), fieldOr(row, docfmt.SequenceAt, nil)
 			status := row.Field("status")
 			live := status.Eq("waiting").Or(status.Eq("active")).Or(status.Eq("failed"))
 			return r.Branch(key.TypeOf().Eq("STRING").And(at.TypeOf().Eq("NUMBER")).And(live), []any{key, at, row.Field("id")}, nil)

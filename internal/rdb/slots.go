@@ -95,7 +95,7 @@ func (t *Table) TakeSlots(ctx context.Context, takes []SlotTake) (Slots, error) 
 			// Only the keys asked for are read and rewritten: the cost follows the claim,
 			// not the number of keys with running jobs.
 			changed := asked.Keys().Map(func(k r.Term) any {
-				return []any{k, taken(keys.Field(k).Default(nil), asked.Field(k))}
+				return []any{k, taken(fieldOr(keys, k, nil), asked.Field(k))}
 			})
 			return map[string]any{"id": slotsDoc, "keys": rewrite(keys, asked.Keys(), changed)}
 		})
@@ -134,6 +134,14 @@ func (t *Table) TakeSlots(ctx context.Context, takes []SlotTake) (Slots, error) 
 func rewrite(keys, names, changed r.Term) r.Term {
 	return keys.Without(names).Merge(changed.Filter(func(kv r.Term) r.Term { return kv.Nth(1).Keys().Count().Gt(0) }).
 		CoerceTo("object"))
+}
+
+// fieldOr is obj's field, or def when obj has none (or it is null). Not Field(…).Default:
+// the server raises an error for a missing field, which Default catches, and on RethinkDB
+// 2.4.4 each costs about 0.1 ms of CPU (a take of fifty keys none of which held a slot
+// spent 6 of its 7 ms on them).
+func fieldOr(obj r.Term, field, def any) r.Term {
+	return r.Branch(obj.HasFields(field), obj.Field(field), def)
 }
 
 // objectOr is v when it is an object, else an empty one: a slots document written by hand
@@ -210,7 +218,7 @@ func (t *Table) ReleaseSlots(ctx context.Context, runs map[string][]Holder) erro
 		return r.Do(r.Expr(rel), objectOr(doc.Default(nil).Field("keys").Default(nil)), func(rel, keys r.Term) any {
 			changed := rel.Keys().Map(func(k r.Term) any {
 				return rel.Field(k).Do(func(mine r.Term) any {
-					return []any{k, holdersWhere(keys.Field(k).Default(nil), func(id, h r.Term) r.Term {
+					return []any{k, holdersWhere(fieldOr(keys, k, nil), func(id, h r.Term) r.Term {
 						return mine.HasFields(id).Not().Or(
 							h.Field("pc").Ne(mine.Field(id).Field("pc")).Or(h.Field("q").Default(nil).Ne(mine.Field(id).Field("q"))))
 					})}
