@@ -32,7 +32,8 @@ var ErrInvalidGroup = fmt.Errorf("%w group: want a non-empty UTF-8 key of at mos
 // second while it is ahead of the clock); a group's next add never waits more than 10 s
 // for turns its earlier jobs took. Jobs without a group, delayed (SetDateEnable in the
 // future) or debounced keep their time. The turns are kept in the table
-// "<queue>_slots"; taking them costs an add of such jobs a read and a write.
+// "<queue>_slots" (a Queue Master's review removes those the claims have passed); taking
+// them costs an add of such jobs a read and a write.
 //
 // The group is stored in the extra field "rjqGroup". A Node.js worker knows nothing of
 // it: it runs such jobs as any other, outside the limit, and claims them in the same

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
@@ -319,4 +320,23 @@ func TestAGroupAddedBehindABacklogTakesTurnsWithIt(t *testing.T) {
 	}
 	t.Logf("b's last of its 10 jobs started %dth of %d", lastB+1, len(order))
 	assert.Less(t, lastB, 2*(len(late)+rdb.TurnsPerMilli), "b waited for a's backlog: %v", order)
+
+	// Every job ran: a Queue Master's review removes the turns behind the claims, once
+	// the clock has passed the last.
+	turns := func() int {
+		n, err := r.DB(f.db).Table(queue.DefaultName + rdb.SlotsSuffix).Filter(func(d r.Term) r.Term {
+			return d.Field("id").Match("^turn:")
+		}).Count().Run(f.raw)
+		require.NoError(t, err)
+		var count int
+		require.NoError(t, n.One(&count))
+		return count
+	}
+	require.Equal(t, 2, turns(), "a's and b's")
+	for until := time.Now().Add(5 * time.Second); turns() > 0 && time.Now().Before(until); {
+		<-time.After(50 * time.Millisecond) // the last turn is a few milliseconds ahead
+		_, err := f.q.Review(ctx)
+		require.NoError(t, err)
+	}
+	assert.Zero(t, turns(), "the review removed them")
 }

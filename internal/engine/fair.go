@@ -162,3 +162,28 @@ func (s *sequenceSpacing) place(key string, at time.Time, fixed bool) time.Time 
 	s.last[key] = s.capped(at)
 	return at
 }
+
+// pruneBatch and pruneBatches bound what one review removes of the turns of groups.
+const (
+	pruneBatch   = 1000
+	pruneBatches = 10
+)
+
+// pruneTurns removes the turn documents of groups that the claims have passed
+// (rdb.PruneTurns), as a Queue Master's review: without it, the side table would keep one
+// document for every group and priority ever added (a group a user, say). A failure is
+// logged; the next review tries again.
+func (q *Queue) pruneTurns(ctx context.Context) {
+	now := time.Now()
+	heads, err := q.db.DueHeads(ctx, rdb.PriorityValues())
+	for range pruneBatches {
+		if err != nil {
+			q.log.Warn("review: removing the turns of groups the claims have passed failed", "err", err)
+			return
+		}
+		var n int
+		if n, err = q.db.PruneTurns(ctx, heads, now, pruneBatch); err == nil && n < pruneBatch {
+			return
+		}
+	}
+}

@@ -57,6 +57,9 @@ func (q *Queue) review(ctx context.Context, remove bool) (ReviewResult, error) {
 	if err := q.settleBlocked(ctx); err != nil {
 		q.log.Warn("review: settling the blocked jobs of workflows failed", "err", err)
 	}
+	if remove {
+		q.pruneTurns(ctx)
+	}
 	result := ReviewResult{Reviewed: res.Reviewed, Removed: res.Removed, Local: true}
 	q.log.Debug("reviewed", "orphans", res.Reviewed, "removed", res.Removed)
 	q.emit(Event{Type: EventReviewed, Review: &result})

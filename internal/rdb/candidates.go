@@ -43,6 +43,15 @@ import (
 // priorities in processing order.
 var priorities = []job.Priority{job.Highest, job.High, job.Medium, job.Normal, job.Low, job.Lowest}
 
+// PriorityValues are the priorities' values, in processing order.
+func PriorityValues() []int {
+	out := make([]int, len(priorities))
+	for i, p := range priorities {
+		out[i] = int(p)
+	}
+	return out
+}
+
 // headSize is how many entries of the index head a claim of n reads at most.
 func headSize(n int) int { return n + 32 }
 

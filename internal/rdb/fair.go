@@ -165,3 +165,44 @@ func rowsWithout(rows []map[string]any, got map[string]int64) []map[string]any {
 	}
 	return out
 }
+
+// PruneTurns removes, at most most at a time, the turn documents whose last turn is
+// before the due head of their priority (heads, from DueHeads; now for a priority
+// without one): every job of the group placed at those turns has left the waiting jobs,
+// so the document says no more than its absence (TakeTurns starts from the head). Each
+// is removed by an atomic replace that checks its turn again, so that an add that takes
+// turns meanwhile keeps its document. It returns how many it removed; a table without
+// the side table has none.
+func (t *Table) PruneTurns(ctx context.Context, heads map[int]time.Time, now time.Time, most int) (int, error) {
+	below := make(map[string]any, len(priorities))
+	for _, p := range priorities {
+		at := now
+		if h, ok := heads[int(p)]; ok && h.Before(now) {
+			at = h
+		}
+		below[fmt.Sprint(int(p))] = TurnOfTime(at)
+	}
+	side := t.Side(SlotsSuffix)
+	stale := func(below, d r.Term) r.Term {
+		id := fieldOr(d, "id", nil)
+		parts := id.Split(":", 2)
+		return id.TypeOf().Eq("STRING").And(id.Match("^turn:-?[0-9]+:")).
+			And(fieldOr(d, "turn", nil).TypeOf().Eq("NUMBER")).
+			And(d.Field("turn").Lt(fieldOr(below, parts.Nth(1), 0)))
+	}
+	term := r.Expr(below).Do(func(below r.Term) any {
+		return side.Filter(func(d r.Term) r.Term { return stale(below, d) }).Limit(most).ForEach(func(d r.Term) any {
+			return side.Get(d.Field("id")).Replace(func(cur r.Term) any {
+				return r.Branch(cur.Ne(nil).And(stale(below, cur)), nil, cur)
+			})
+		})
+	})
+	res, err := t.Write(ctx, term)
+	if NoTable(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("queue %s: remove the turns of groups behind the claims: %w", t.Name, err)
+	}
+	return res.Deleted, nil
+}

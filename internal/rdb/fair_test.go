@@ -94,3 +94,35 @@ func TestTurnsFollowOnAndNeverOverlap(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []int64{rdb.TurnOfTime(now.Add(rdb.TurnsAhead)), from}, firsts)
 }
+
+// The turns behind the due head of their priority go, those at or after it stay, and so do
+// the slots document and anything written by hand that is not a turn; a table without
+// the side table has none to remove.
+func TestTurnsTheClaimsHavePassedAreRemoved(t *testing.T) {
+	ctx := context.Background()
+	tbl, _ := slotsTable(t)
+	now := time.Now()
+	head := now.Add(-time.Minute)
+	side := r.DB(tbl.DB).Table(tbl.Name + rdb.SlotsSuffix)
+	_, err := side.Insert([]any{
+		map[string]any{"id": "turn:40:old", "turn": rdb.TurnOfTime(head) - 1},     // behind Normal's head
+		map[string]any{"id": "turn:40:at-head", "turn": rdb.TurnOfTime(head)},     // at it: may have a job there
+		map[string]any{"id": "turn:20:recent", "turn": rdb.TurnOfTime(now) - 100}, // High has no head: behind now
+		map[string]any{"id": "turn:20:ahead", "turn": rdb.TurnOfTime(now) + 100},  // ahead of the clock
+		map[string]any{"id": "turn:40:junk", "turn": "soon"},                      // not a turn
+		map[string]any{"id": "slots", "keys": map[string]any{}},                   // the slots document
+		map[string]any{"id": 42, "turn": 1},                                       // written by hand
+	}).RunWrite(tbl.Session)
+	require.NoError(t, err)
+	n, err := tbl.PruneTurns(ctx, map[int]time.Time{int(job.Normal): head}, now, 1000)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	var ids []any
+	require.NoError(t, tbl.ReadAll(ctx, side.Field("id"), &ids))
+	assert.ElementsMatch(t, []any{"turn:40:at-head", "turn:20:ahead", "turn:40:junk", "slots", float64(42)}, ids)
+
+	bare := &rdb.Table{Session: tbl.Session, DB: tbl.DB, Name: "nothing"}
+	n, err = bare.PruneTurns(ctx, nil, now, 1000)
+	require.NoError(t, err, "no side table: nothing to remove")
+	assert.Zero(t, n)
+}
