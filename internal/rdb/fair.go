@@ -39,6 +39,15 @@ func TurnOfTime(t time.Time) int64 { return t.UnixMilli() * TurnsPerMilli }
 // TimeOfTurn is the dateEnable of turn n: the millisecond it falls in.
 func TimeOfTurn(n int64) time.Time { return time.UnixMilli(n / TurnsPerMilli).UTC() }
 
+// HeadOr is the due head of priority p in heads (from DueHeads), or now when p has none
+// (or, the clocks differing, one after now): where the turns of p start from.
+func HeadOr(heads map[int]time.Time, p int, now time.Time) time.Time {
+	if h, ok := heads[p]; ok && h.Before(now) {
+		return h
+	}
+	return now
+}
+
 // TurnAsk asks for N consecutive turns of Group's jobs of Priority, none before From.
 type TurnAsk struct {
 	Group    string
@@ -87,15 +96,15 @@ func (t *Table) TakeTurns(ctx context.Context, asks []TurnAsk, now time.Time) ([
 		return nil, nil
 	}
 	ceiling := TurnOfTime(now.Add(TurnsAhead))
-	rows := make([]map[string]any, len(asks))
+	rows := make([]turnRow, len(asks))
 	for i, a := range asks {
-		rows[i] = map[string]any{"id": turnDoc(a.Group, a.Priority), "from": a.From, "n": a.N}
+		rows[i] = turnRow{ID: turnDoc(a.Group, a.Priority), From: a.From, N: a.N}
 	}
 	side := t.Side(SlotsSuffix)
-	take := func(rows []map[string]any) (WriteResult, error) {
+	take := func(rows []turnRow) (WriteResult, error) {
 		return t.Write(ctx, r.Expr(rows).ForEach(func(a r.Term) any {
 			return side.Get(a.Field("id")).Replace(func(doc r.Term) any {
-				last := doc.Default(nil).Field("turn").Default(nil)
+				last := r.Branch(doc.Eq(nil), nil, fieldOr(doc, "turn", nil))
 				last = r.Branch(last.TypeOf().Eq("NUMBER").And(last.Le(ceiling)), last, r.Branch(last.TypeOf().Eq("NUMBER"), ceiling, 0))
 				first := r.Branch(last.Gt(a.Field("from")), last, a.Field("from"))
 				return map[string]any{"id": a.Field("id"), "turn": first.Add(a.Field("n"))}
@@ -111,7 +120,7 @@ func (t *Table) TakeTurns(ctx context.Context, asks []TurnAsk, now time.Time) ([
 			// (reqlite): make the documents, without a turn, and take those again.
 			empty := make([]map[string]any, len(missing))
 			for i, m := range missing {
-				empty[i] = map[string]any{"id": m["id"]}
+				empty[i] = map[string]any{"id": m.ID}
 			}
 			if _, err = t.Write(ctx, side.Insert(empty, r.InsertOpts{Conflict: "update"})); err == nil {
 				if res, err = take(missing); err == nil {
@@ -127,21 +136,28 @@ func (t *Table) TakeTurns(ctx context.Context, asks []TurnAsk, now time.Time) ([
 	}
 	out := make([]int64, len(asks))
 	for i, row := range rows {
-		n, ok := firsts[row["id"].(string)]
+		n, ok := firsts[row.ID]
 		if !ok {
-			return nil, fmt.Errorf("queue %s: take the turns of groups: the write did not return the turn of %s", t.Name, row["id"])
+			return nil, fmt.Errorf("queue %s: take the turns of groups: the write did not return the turn of %s", t.Name, row.ID)
 		}
 		out[i] = n
 	}
 	return out, nil
 }
 
+// turnRow is one ask of TakeTurns as its write reads it.
+type turnRow struct {
+	ID   string `rethinkdb:"id"`
+	From int64  `rethinkdb:"from"`
+	N    int    `rethinkdb:"n"`
+}
+
 // turnsTaken reads the first turn of each row a take wrote from its changes: the new
 // turn less the row's count.
-func turnsTaken(res WriteResult, rows []map[string]any) map[string]int64 {
+func turnsTaken(res WriteResult, rows []turnRow) map[string]int64 {
 	counts := make(map[string]int, len(rows))
 	for _, row := range rows {
-		counts[row["id"].(string)] = row["n"].(int)
+		counts[row.ID] = row.N
 	}
 	out := make(map[string]int64, len(rows))
 	for _, c := range res.Changes {
@@ -156,10 +172,10 @@ func turnsTaken(res WriteResult, rows []map[string]any) map[string]int64 {
 }
 
 // rowsWithout is the rows whose id got has not.
-func rowsWithout(rows []map[string]any, got map[string]int64) []map[string]any {
-	var out []map[string]any
+func rowsWithout(rows []turnRow, got map[string]int64) []turnRow {
+	var out []turnRow
 	for _, row := range rows {
-		if _, ok := got[row["id"].(string)]; !ok {
+		if _, ok := got[row.ID]; !ok {
 			out = append(out, row)
 		}
 	}
@@ -176,11 +192,7 @@ func rowsWithout(rows []map[string]any, got map[string]int64) []map[string]any {
 func (t *Table) PruneTurns(ctx context.Context, heads map[int]time.Time, now time.Time, most int) (int, error) {
 	below := make(map[string]any, len(priorities))
 	for _, p := range priorities {
-		at := now
-		if h, ok := heads[int(p)]; ok && h.Before(now) {
-			at = h
-		}
-		below[fmt.Sprint(int(p))] = TurnOfTime(at)
+		below[fmt.Sprint(int(p))] = TurnOfTime(HeadOr(heads, int(p), now))
 	}
 	side := t.Side(SlotsSuffix)
 	stale := func(below, d r.Term) r.Term {

@@ -9,6 +9,14 @@ import (
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
+// fieldOr is obj's field, or def when obj has none (or it is null). Not Field(…).Default:
+// the server raises an error for a missing field, which Default catches, and on RethinkDB
+// 2.4.4 each costs about 0.1 ms of CPU (a take of fifty keys none of which held a slot
+// spent 6 of its 7 ms on them).
+func fieldOr(obj r.Term, field, def any) r.Term {
+	return r.Branch(obj.HasFields(field), obj.Field(field), def)
+}
+
 // ownedBy is true while the job doc is active in the run that made the processCount'th
 // claim: nobody cancelled it, failed it in a review, or claimed it again since.
 func ownedBy(doc r.Term, processCount any) r.Term {

@@ -136,14 +136,6 @@ func rewrite(keys, names, changed r.Term) r.Term {
 		CoerceTo("object"))
 }
 
-// fieldOr is obj's field, or def when obj has none (or it is null). Not Field(…).Default:
-// the server raises an error for a missing field, which Default catches, and on RethinkDB
-// 2.4.4 each costs about 0.1 ms of CPU (a take of fifty keys none of which held a slot
-// spent 6 of its 7 ms on them).
-func fieldOr(obj r.Term, field, def any) r.Term {
-	return r.Branch(obj.HasFields(field), obj.Field(field), def)
-}
-
 // objectOr is v when it is an object, else an empty one: a slots document written by hand
 // must not stop the takes.
 func objectOr(v r.Term) r.Term {
