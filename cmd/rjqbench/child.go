@@ -28,7 +28,8 @@ import (
 // stops its queue, prints "queries TOTAL CLAIMQUERIES" (counted on the wire: every query,
 // and the candidate reads and claim writes among them) and exits.
 
-// childMain runs a child: mode "process" (no changefeed, counts completions),
+// childMain runs a child: mode "process" (no changefeed unless -procs-feed, counts its
+// own completions),
 // "latency" (changefeed on, reports handler starts), "ordered" (changefeed on, reports
 // each run of a sequence's job, see ordered.go) or "floor" (the floor loop with batch
 // concurrency over part of the jobs, counts completions).
@@ -44,7 +45,7 @@ func childMain(mode, addr, db string, concurrency int, part string, childCount b
 		defer c.proxy.Close()
 	}
 	say := sayer(os.Stdout)
-	opts := queue.Options{Concurrency: concurrency, NoChangeFeed: mode == "process"}
+	opts := queue.Options{Concurrency: concurrency, NoChangeFeed: mode == "process" && !procsFeed}
 	paused := mode == "process" || mode == "ordered" || mode == "exact"
 	q, err := newQueue(ctx, addr, db, opts)
 	if err != nil {
@@ -192,8 +193,10 @@ func tellCompletions(completed <-chan queue.Event, stop <-chan struct{}, say fun
 	done, said := 0, 0
 	for {
 		select {
-		case <-completed:
-			done++
+		case e := <-completed:
+			if e.Local { // with a changefeed, the other processes' completions come too
+				done++
+			}
 			continue
 		case <-tick.C:
 		case <-stop:
@@ -230,6 +233,9 @@ func startChildren(n int, mode, addr, db string, concurrency int, count bool) ([
 		}
 		if count {
 			args = append(args, "-child-count")
+		}
+		if procsFeed {
+			args = append(args, "-procs-feed")
 		}
 		cmd := exec.Command(exe, args...)
 		cmd.Stderr = os.Stderr

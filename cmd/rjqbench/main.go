@@ -84,6 +84,7 @@ func parseFlags() flags {
 	flag.StringVar(&f.serverPIDs, "server-pid", "", "the server's pid, to report its CPU per job (Linux /proc); a cluster's: its servers' pids, separated by commas")
 	flag.StringVar(&f.procs, "procs", "", "also measure these numbers of worker processes of concurrency 50 on one queue, e.g. 1,2,4,8, each beside as many floor processes with -floor (empty: none)")
 	flag.IntVar(&f.procsN, "procs-jobs", 5000, "jobs for -procs")
+	flag.BoolVar(&procsFeed, "procs-feed", false, "the -procs worker processes follow the changefeed, as a queue does by default (without it they follow none)")
 	flag.StringVar(&f.groups, "groups", "", "also measure each -concurrency level with its jobs spread over groups of a running limit, groups:limit, e.g. 1000:5 (empty: none)")
 	flag.StringVar(&f.cross, "cross", "", "idle worker process counts to measure cross-process add → start at, e.g. 1,8 (empty: none)")
 	flag.IntVar(&f.crossN, "cross-jobs", 200, "jobs added one at a time for -cross")
@@ -360,6 +361,9 @@ var slicesWanted bool
 // tableShards is the number of shards of the tables the measurements make (-shards; 0:
 // the server's default, one), but for -priority's, which says its own.
 var tableShards int
+
+// procsFeed makes the -procs worker processes follow the changefeed.
+var procsFeed bool
 
 // kindsWanted asks the processing measurements to say how big their queries were.
 var kindsWanted bool
@@ -652,7 +656,11 @@ func (b bench) procsRows(procs, n int, one levelResult) {
 		floor = b.best(func() (result, error) { return measureProcs(b.ctx, b.addr, "floor", procs, 50, n, b.cpu) })
 		floorCells = fmt.Sprintf(" | %.0f | %.2f×", floor.jobsPerSec, res.jobsPerSec/floor.jobsPerSec)
 	}
-	fmt.Printf("| %d processes × concurrency 50 (N=%d), jobs/s | %.0f | %.2f%s | | | %s | %s | |\n", procs, n, res.jobsPerSec, res.queriesPerJob, floorCells, perJob(res.cpu, res.jobs), perJob(floor.cpu, floor.jobs))
+	feed := ""
+	if procsFeed {
+		feed = ", changefeed on"
+	}
+	fmt.Printf("| %d processes × concurrency 50 (N=%d%s), jobs/s | %.0f | %.2f%s | | | %s | %s | |\n", procs, n, feed, res.jobsPerSec, res.queriesPerJob, floorCells, perJob(res.cpu, res.jobs), perJob(floor.cpu, floor.jobs))
 	if one.lib.jobsPerSec > 0 {
 		fmt.Printf("| … against one process at concurrency %d (floor: batch %d) | %s | | %s | | | | | | |\n",
 			50*procs, 50*procs, ratio(res.jobsPerSec, one.lib.jobsPerSec), ratio(floor.jobsPerSec, one.floor.jobsPerSec))
