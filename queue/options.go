@@ -63,6 +63,18 @@ type Options struct {
 	QueryRunOptions *r.RunOpts
 	// NoChangeFeed turns off the table changefeed that raises other queues' events here.
 	NoChangeFeed bool
+	// LocalEventsOnly makes the queue raise the events of its own work only (Event.Local),
+	// never those of other queues' jobs (added, active, progress, completed, failed, …),
+	// and narrows its changefeed on the server to the changes processing acts on: jobs
+	// added or made claimable elsewhere, changes to the jobs this queue runs, a global
+	// pause, resume or review, and what frees a group's or a sequence's slot or settles a
+	// workflow. Set it on worker processes that do not need the other processes' events:
+	// every change of the table reaches every process's feed, so with N worker processes
+	// the full feed costs the server N times each change, and at 4 processes it halved
+	// throughput (docs/performance.md). A job limited by name (SetLimit) that waits for a
+	// run to end in another process then starts within 250 ms of it, not at once.
+	// Ignored with NoChangeFeed.
+	LocalEventsOnly bool
 	// Concurrency is how many jobs the queue runs at once (default 1).
 	Concurrency int
 	// MasterInterval is how often this queue reviews the table as a Queue Master (default
@@ -187,33 +199,34 @@ func resolve(cxn *ConnectOptions, opts *Options) (engine.Config, []Middleware, e
 		return engine.Config{}, nil, publicErr(err)
 	}
 	c := engine.Config{
-		Host:           cmp.Or(host, DefaultHost),
-		Port:           cmp.Or(port, DefaultPort),
-		Addresses:      cxn.Addresses,
-		TLS:            cxn.TLS,
-		DB:             cmp.Or(cxn.DB, DefaultDB),
-		Username:       cxn.Username,
-		Password:       cxn.Password,
-		Session:        cxn.Session,
-		Name:           cmp.Or(opts.Name, DefaultName),
-		InitDelay:      cmp.Or(opts.DatabaseInitDelay, DefaultDatabaseInitDelay),
-		RunOpts:        DefaultQueryRunOptions(),
-		ChangeFeed:     !opts.NoChangeFeed,
-		Concurrency:    cmp.Or(opts.Concurrency, DefaultConcurrency),
-		MasterInterval: cmp.Or(opts.MasterInterval, DefaultMasterInterval),
-		LimitJobLogs:   cmp.Or(opts.LimitJobLogs, DefaultLimitJobLogs),
-		RemoveFinished: cmp.Or(opts.RemoveFinishedJobs, DefaultRemoveFinishedJobs),
-		JobOptions:     job.DefaultOptions(),
-		Logger:         cmp.Or(opts.Logger, slog.New(slog.DiscardHandler)),
-		BaseContext:    opts.BaseContext,
-		Heartbeat:      cmp.Or(opts.Heartbeat, DefaultHeartbeat),
-		OnTerminated:   publicHook(opts.OnTerminated),
-		RetryBackoff:   opts.RetryBackoff,
-		Metrics:        opts.Metrics,
-		EventBuffer:    cmp.Or(opts.EventBuffer, DefaultEventBuffer),
-		Shards:         opts.Shards,
-		Replicas:       opts.Replicas,
-		Public:         publicErr,
+		Host:            cmp.Or(host, DefaultHost),
+		Port:            cmp.Or(port, DefaultPort),
+		Addresses:       cxn.Addresses,
+		TLS:             cxn.TLS,
+		DB:              cmp.Or(cxn.DB, DefaultDB),
+		Username:        cxn.Username,
+		Password:        cxn.Password,
+		Session:         cxn.Session,
+		Name:            cmp.Or(opts.Name, DefaultName),
+		InitDelay:       cmp.Or(opts.DatabaseInitDelay, DefaultDatabaseInitDelay),
+		RunOpts:         DefaultQueryRunOptions(),
+		ChangeFeed:      !opts.NoChangeFeed,
+		LocalEventsOnly: opts.LocalEventsOnly,
+		Concurrency:     cmp.Or(opts.Concurrency, DefaultConcurrency),
+		MasterInterval:  cmp.Or(opts.MasterInterval, DefaultMasterInterval),
+		LimitJobLogs:    cmp.Or(opts.LimitJobLogs, DefaultLimitJobLogs),
+		RemoveFinished:  cmp.Or(opts.RemoveFinishedJobs, DefaultRemoveFinishedJobs),
+		JobOptions:      job.DefaultOptions(),
+		Logger:          cmp.Or(opts.Logger, slog.New(slog.DiscardHandler)),
+		BaseContext:     opts.BaseContext,
+		Heartbeat:       cmp.Or(opts.Heartbeat, DefaultHeartbeat),
+		OnTerminated:    publicHook(opts.OnTerminated),
+		RetryBackoff:    opts.RetryBackoff,
+		Metrics:         opts.Metrics,
+		EventBuffer:     cmp.Or(opts.EventBuffer, DefaultEventBuffer),
+		Shards:          opts.Shards,
+		Replicas:        opts.Replicas,
+		Public:          publicErr,
 	}
 	if c.BaseContext == nil {
 		c.BaseContext = context.Background

@@ -45,7 +45,7 @@ func childMain(mode, addr, db string, concurrency int, part string, childCount b
 		defer c.proxy.Close()
 	}
 	say := sayer(os.Stdout)
-	opts := queue.Options{Concurrency: concurrency, NoChangeFeed: mode == "process" && !procsFeed}
+	opts := queue.Options{Concurrency: concurrency, NoChangeFeed: mode == "process" && !procsFeed && !procsLocal, LocalEventsOnly: mode == "process" && procsLocal}
 	paused := mode == "process" || mode == "ordered" || mode == "exact"
 	q, err := newQueue(ctx, addr, db, opts)
 	if err != nil {
@@ -236,6 +236,9 @@ func startChildren(n int, mode, addr, db string, concurrency int, count bool) ([
 		}
 		if procsFeed {
 			args = append(args, "-procs-feed")
+		}
+		if procsLocal {
+			args = append(args, "-procs-local")
 		}
 		cmd := exec.Command(exe, args...)
 		cmd.Stderr = os.Stderr

@@ -85,6 +85,7 @@ func parseFlags() flags {
 	flag.StringVar(&f.procs, "procs", "", "also measure these numbers of worker processes of concurrency 50 on one queue, e.g. 1,2,4,8, each beside as many floor processes with -floor (empty: none)")
 	flag.IntVar(&f.procsN, "procs-jobs", 5000, "jobs for -procs")
 	flag.BoolVar(&procsFeed, "procs-feed", false, "the -procs worker processes follow the changefeed, as a queue does by default (without it they follow none)")
+	flag.BoolVar(&procsLocal, "procs-local", false, "the -procs worker processes follow the changefeed with Options.LocalEventsOnly (implies -procs-feed)")
 	flag.StringVar(&f.groups, "groups", "", "also measure each -concurrency level with its jobs spread over groups of a running limit, groups:limit, e.g. 1000:5 (empty: none)")
 	flag.StringVar(&f.cross, "cross", "", "idle worker process counts to measure cross-process add → start at, e.g. 1,8 (empty: none)")
 	flag.IntVar(&f.crossN, "cross-jobs", 200, "jobs added one at a time for -cross")
@@ -362,8 +363,9 @@ var slicesWanted bool
 // the server's default, one), but for -priority's, which says its own.
 var tableShards int
 
-// procsFeed makes the -procs worker processes follow the changefeed.
-var procsFeed bool
+// procsFeed makes the -procs worker processes follow the changefeed; procsLocal, the
+// changefeed of Options.LocalEventsOnly.
+var procsFeed, procsLocal bool
 
 // kindsWanted asks the processing measurements to say how big their queries were.
 var kindsWanted bool
@@ -657,7 +659,10 @@ func (b bench) procsRows(procs, n int, one levelResult) {
 		floorCells = fmt.Sprintf(" | %.0f | %.2f×", floor.jobsPerSec, res.jobsPerSec/floor.jobsPerSec)
 	}
 	feed := ""
-	if procsFeed {
+	switch {
+	case procsLocal:
+		feed = ", changefeed of LocalEventsOnly"
+	case procsFeed:
 		feed = ", changefeed on"
 	}
 	fmt.Printf("| %d processes × concurrency 50 (N=%d%s), jobs/s | %.0f | %.2f%s | | | %s | %s | |\n", procs, n, feed, res.jobsPerSec, res.queriesPerJob, floorCells, perJob(res.cpu, res.jobs), perJob(floor.cpu, floor.jobs))

@@ -19,32 +19,35 @@ import (
 // Config is queue.Options and queue.ConnectOptions with every default applied; Validate
 // checks it.
 type Config struct {
-	Host           string
-	Port           int
-	Addresses      []string
-	TLS            *tls.Config
-	DB             string
-	Username       string
-	Password       string
-	Session        *r.Session // given by the caller, who closes it; nil: dial
-	Name           string
-	InitDelay      time.Duration
-	RunOpts        r.RunOpts
-	ChangeFeed     bool
-	Concurrency    int
-	MasterInterval time.Duration
-	LimitJobLogs   int
-	RemoveFinished time.Duration
-	JobOptions     job.Options
-	Logger         *slog.Logger
-	BaseContext    func() context.Context
-	Heartbeat      time.Duration
-	OnTerminated   func(*job.Job, error)
-	RetryBackoff   func(*job.Job, int) time.Duration
-	EventBuffer    int
-	Metrics        Metrics
-	Shards         int
-	Replicas       int
+	Host       string
+	Port       int
+	Addresses  []string
+	TLS        *tls.Config
+	DB         string
+	Username   string
+	Password   string
+	Session    *r.Session // given by the caller, who closes it; nil: dial
+	Name       string
+	InitDelay  time.Duration
+	RunOpts    r.RunOpts
+	ChangeFeed bool
+	// LocalEventsOnly narrows the changefeed to what processing needs and raises no
+	// events of other queues' jobs (changefeed.FollowWorker).
+	LocalEventsOnly bool
+	Concurrency     int
+	MasterInterval  time.Duration
+	LimitJobLogs    int
+	RemoveFinished  time.Duration
+	JobOptions      job.Options
+	Logger          *slog.Logger
+	BaseContext     func() context.Context
+	Heartbeat       time.Duration
+	OnTerminated    func(*job.Job, error)
+	RetryBackoff    func(*job.Job, int) time.Duration
+	EventBuffer     int
+	Metrics         Metrics
+	Shards          int
+	Replicas        int
 	// Public, when set, turns the engine's errors into the caller's where they reach
 	// users without passing through the caller: a job's saves (Update, AddLog,
 	// UpdateProgress) and the cause of a handler's context at Stop.

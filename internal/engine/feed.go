@@ -39,7 +39,11 @@ func (q *Queue) follow(ctx context.Context, first chan<- error) {
 			q.log.Info("changefeed reopened")
 			q.resync()
 		}
-		err := changefeed.FollowQueue(ctx, q.session, q.db.Term(), q.id, q.cfg.RunOpts, subscribed, q.onChange)
+		follow := changefeed.FollowQueue
+		if q.cfg.LocalEventsOnly {
+			follow = changefeed.FollowWorker
+		}
+		err := follow(ctx, q.session, q.db.Term(), q.id, q.cfg.RunOpts, subscribed, q.onChange)
 		if ctx.Err() != nil {
 			return
 		}
@@ -121,10 +125,13 @@ func (q *Queue) onChange(c changefeed.Change) {
 	case changefeed.InvalidState:
 		q.emit(Event{Type: EventError, Err: fmt.Errorf("%w (changed by %s)", ErrInvalidState, act.QueueID)})
 	case changefeed.Removed:
-		if !q.forgetRemoval(act.JobID) {
+		if !q.forgetRemoval(act.JobID) && !q.cfg.LocalEventsOnly {
 			q.emitFrom("", Event{Type: EventRemoved, JobID: act.JobID})
 		}
 	default:
+		if q.cfg.LocalEventsOnly {
+			break // and the feed carried only some of them
+		}
 		q.emitFrom(act.QueueID, Event{Type: string(act.Kind), JobID: act.JobID, Progress: act.Progress, IsRepeating: act.IsRepeating, Reason: act.Reason})
 	}
 	if p := q.processor(); p != nil && slotsMayBeFree(c) {

@@ -1,0 +1,105 @@
+package queue_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+	"github.com/rjqgo/rethinkdb-job-queue/queue"
+)
+
+// A worker with LocalEventsOnly still does everything the changefeed makes it do (starts a
+// job added elsewhere at once, ends a run cancelled or removed elsewhere, follows a global
+// pause), and raises the events of its own work only.
+func TestLocalEventsOnlyWorkerActsOnTheFeedAndRaisesItsOwnEvents(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &queue.Options{MasterInterval: -1})
+	ctx := testContext(t)
+	other := f.q
+	worker := newQueue(t, f, &queue.Options{MasterInterval: -1, LocalEventsOnly: true, Concurrency: 2})
+	events := worker.Events(ctx)
+	var seen []queue.Event
+	until := func(typ queue.EventType, id string) queue.Event {
+		t.Helper()
+		deadline := time.After(15 * time.Second)
+		for {
+			select {
+			case e := <-events:
+				seen = append(seen, e)
+				if e.Type == typ && (id == "" || e.JobID == id) {
+					return e
+				}
+			case <-deadline:
+				t.Fatalf("no %s event for job %q", typ, id)
+			}
+		}
+	}
+	// quit ends the runs that wait when the test fails before their job is cancelled.
+	quit := make(chan struct{})
+	t.Cleanup(func() { close(quit) })
+	started := make(chan time.Time, 4)
+	causes := make(chan error, 4)
+	require.NoError(t, worker.Process(func(ctx context.Context, j *job.Job) (any, error) {
+		started <- time.Now()
+		if j.Data == "wait" {
+			select {
+			case <-ctx.Done():
+				causes <- context.Cause(ctx)
+			case <-quit:
+			}
+		}
+		return nil, nil
+	}))
+	until(queue.EventIdle, "")
+
+	addedAt := time.Now()
+	added, err := other.AddJob(ctx, other.CreateJob("quick"))
+	require.NoError(t, err)
+	select {
+	case at := <-started:
+		assert.Less(t, at.Sub(addedAt), 2*time.Second, "a job added elsewhere starts at once")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the idle worker never took the job added elsewhere")
+	}
+	assert.True(t, until(queue.EventCompleted, added[0].ID).Local)
+
+	for _, end := range []func(id string) error{
+		func(id string) error { _, err := other.CancelJob(ctx, "elsewhere", id); return err },
+		func(id string) error { _, err := other.RemoveJob(ctx, id); return err },
+	} {
+		running, err := other.AddJob(ctx, other.CreateJob("wait"))
+		require.NoError(t, err)
+		until(queue.EventProcessing, running[0].ID)
+		require.NoError(t, end(running[0].ID))
+		select {
+		case err := <-causes:
+			assert.ErrorIs(t, err, job.ErrCancelled)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the run of a job cancelled or removed elsewhere was not ended")
+		}
+	}
+
+	// Changes of other jobs elsewhere, which a queue without the option raises as events.
+	later, err := other.AddJob(ctx, other.CreateJob("later").SetDateEnable(time.Now().Add(time.Hour)))
+	require.NoError(t, err)
+	require.NoError(t, later[0].AddLog(ctx, nil, "note", "", ""))
+	_, err = other.CancelJob(ctx, "no", later[0].ID)
+	require.NoError(t, err)
+	// The feed brings changes in order: once the pause made after them is followed, any
+	// event of theirs would have been raised.
+	require.NoError(t, other.Pause(ctx, true))
+	assert.True(t, until(queue.EventPaused, "").Global)
+	assert.True(t, worker.Paused())
+	for _, e := range seen {
+		if e.JobID != "" {
+			assert.True(t, e.Local, "only events of its own work: %+v", e)
+		}
+	}
+	require.NoError(t, other.Resume(ctx, true))
+	until(queue.EventResumed, "")
+	assert.False(t, worker.Paused())
+}
