@@ -184,3 +184,31 @@ func ExampleOptions_onTerminated() {
 	}
 	defer q.Stop(ctx)
 }
+
+// A worker process, one of several on a table (containers, pods): it raises the events of
+// its own work only, and its changefeed carries only what its processing needs, which
+// keeps the server's work for the feeds from growing with the square of the processes.
+func ExampleOptions_localEventsOnly() {
+	ctx := context.Background()
+	q, err := queue.New(ctx, nil, &queue.Options{
+		Name:            "mail",
+		Concurrency:     50,
+		MasterInterval:  -1, // one or two Queue Masters per table are enough
+		LocalEventsOnly: true,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer q.Stop(ctx)
+	failed := q.Events(ctx, queue.EventFailed) // this worker's own failures only
+	go func() {
+		for e := range failed {
+			log.Printf("job %s failed here: %v", e.JobID, e.Err)
+		}
+	}()
+	if err := q.Process(func(ctx context.Context, j *job.Job) (any, error) {
+		return nil, nil // send the mail
+	}); err != nil {
+		log.Fatal(err)
+	}
+}
