@@ -2,6 +2,7 @@ package changefeed
 
 import (
 	"context"
+	"time"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
@@ -13,7 +14,7 @@ import (
 // FollowWorker to pass it: the claims that end the hints of idle queues (a job added
 // elsewhere, that each idle worker hears of and waits its turn to claim), not the claims
 // of a backlog.
-const FreshClaim = 1.0 // seconds
+const FreshClaim = time.Second
 
 // FollowWorker is FollowQueue narrowed, on the server, to the changes a queue acts on when
 // it raises no events of other queues' jobs (queue.Options.LocalEventsOnly). It passes:
@@ -79,6 +80,6 @@ func freshClaim(old, doc r.Term) r.Term {
 	started, due := doc.Field(docfmt.DateStarted), old.Field(docfmt.DateEnable)
 	return r.Branch(
 		started.TypeOf().Eq("PTYPE<TIME>").And(due.TypeOf().Eq("PTYPE<TIME>")),
-		started.Sub(due).Lt(FreshClaim),
+		started.Sub(due).Lt(FreshClaim.Seconds()),
 		true)
 }

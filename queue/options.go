@@ -70,8 +70,9 @@ type Options struct {
 	// pause, resume or review, and what frees a group's or a sequence's slot or settles a
 	// workflow. Set it on worker processes that do not need the other processes' events:
 	// every change of the table reaches every process's feed, so with N worker processes
-	// the full feed costs the server N times each change, and at 4 processes it halved
-	// throughput (docs/performance.md). A job limited by name (SetLimit) that waits for a
+	// the full feeds cost the server N times each change (on a two-core server, a fifth
+	// to two fifths of the throughput of 4 processes, and half that of 8; see
+	// docs/performance.md). A job limited by name (SetLimit) that waits for a
 	// run to end in another process then starts within 250 ms of it, not at once.
 	// Ignored with NoChangeFeed.
 	LocalEventsOnly bool
