@@ -6,6 +6,7 @@
 // the changefeed. A feed is a hint, never the only way work gets done: a change lost while
 // the feed was down is made up for by the queue's own wake-ups and the Master's review.
 //
-// A queue calls both itself (Queue.Events delivers the result). A tool that watches a
-// table without running a queue can call Follow and Classify directly.
+// A queue calls both itself (Queue.Events delivers the result): FollowWorker while no
+// listener asks for other queues' job events, FollowQueue from then on. A tool that
+// watches a table without running a queue can call Follow and Classify directly.
 package changefeed

@@ -17,7 +17,8 @@ import (
 const FreshClaim = time.Second
 
 // FollowWorker is FollowQueue narrowed, on the server, to the changes a queue acts on when
-// it raises no events of other queues' jobs (queue.Options.LocalEventsOnly). It passes:
+// it raises no events of other queues' jobs: while no listener asks for them, or always
+// with queue.Options.LocalEventsOnly. It passes:
 //   - every new job (an insert), which a queue with free slots may claim;
 //   - every change that leaves a job waiting or failed (a retry, a reanimation, a release);
 //   - every change of a job self had claimed last, made elsewhere (a cancel, a review's

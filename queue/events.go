@@ -89,7 +89,21 @@ type ReviewResult struct {
 // that falls Options.EventBuffer events behind loses the newer ones: the queue never waits
 // for a reader. Drops are counted (DroppedEvents) and logged, once per stall of a reader,
 // with the number that reader has lost.
+//
+// Until a listener asks for events of other queues' jobs (all types, or any of added,
+// active, progress, completed, cancelled, failed, terminated, removed, log, released), the
+// queue's changefeed carries only what its processing needs, which the server filters
+// (see Options.LocalEventsOnly). The first such call switches it to the whole feed and
+// returns once that is open (a few milliseconds; at most until ctx ends), so that the
+// channel misses no event made after the call; the feed stays whole from then on.
 func (q *Queue) Events(ctx context.Context, types ...EventType) <-chan Event {
+	names := make([]string, len(types))
+	for i, t := range types {
+		names[i] = string(t)
+	}
+	if engine.WantsWholeFeed(names) {
+		q.e.WidenFeed(ctx)
+	}
 	if len(types) == 0 {
 		return q.events.Subscribe(ctx, nil)
 	}

@@ -2,6 +2,8 @@ package queue_test
 
 import (
 	"context"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,4 +104,42 @@ func TestLocalEventsOnlyWorkerActsOnTheFeedAndRaisesItsOwnEvents(t *testing.T) {
 	require.NoError(t, other.Resume(ctx, true))
 	until(queue.EventResumed, "")
 	assert.False(t, worker.Paused())
+}
+
+// A queue follows the worker's feed until a listener asks for other queues' job events:
+// then Events returns once the whole feed is open, and an event made right after reaches
+// the listener. A listener of the queue's own events leaves it as it is.
+func TestTheFeedWidensForAListenerOfOtherQueuesEvents(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &queue.Options{MasterInterval: -1})
+	ctx := testContext(t)
+	other := f.q
+	logs := &lockedBuffer{}
+	watcher := newQueue(t, f, &queue.Options{MasterInterval: -1, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	const widened = "changefeed widened"
+
+	own := watcher.Events(ctx, queue.EventIdle, queue.EventPaused)
+	require.NotNil(t, own)
+	assert.NotContains(t, logs.String(), widened, "a listener of the queue's own events")
+
+	for range 2 { // the second call finds the whole feed open
+		cancelled := watcher.Events(ctx, queue.EventCancelled)
+		assert.Contains(t, logs.String(), widened)
+		added, err := other.AddJob(ctx, other.CreateJob("x").SetDateEnable(time.Now().Add(time.Hour)))
+		require.NoError(t, err)
+		_, err = other.CancelJob(ctx, "no", added[0].ID)
+		require.NoError(t, err)
+		e := waitFor(t, cancelled, queue.EventCancelled, added[0].ID)
+		assert.False(t, e.Local)
+		assert.Equal(t, other.ID(), e.QueueID)
+	}
+	assert.Equal(t, 1, strings.Count(logs.String(), widened), "it widens once")
+
+	// A queue with LocalEventsOnly never does.
+	localLogs := &lockedBuffer{}
+	local := newQueue(t, f, &queue.Options{MasterInterval: -1, LocalEventsOnly: true, Logger: slog.New(slog.NewTextHandler(localLogs, nil))})
+	_ = local.Events(ctx)
+	require.NoError(t, other.Pause(ctx, true)) // the State Document reaches it still
+	require.Eventually(t, local.Paused, 10*time.Second, 10*time.Millisecond)
+	assert.NotContains(t, localLogs.String(), widened)
 }

@@ -61,20 +61,26 @@ type Options struct {
 	// to the document's latest version whatever the read mode, and "majority" would make
 	// the server consult every replica first (see docs/performance.md).
 	QueryRunOptions *r.RunOpts
-	// NoChangeFeed turns off the table changefeed that raises other queues' events here.
+	// NoChangeFeed turns off the table changefeed that raises other queues' events here
+	// and tells the queue of jobs added, cancelled or removed elsewhere. An idle worker
+	// without it does not see other processes' jobs until its own add or its review.
 	NoChangeFeed bool
 	// LocalEventsOnly makes the queue raise the events of its own work only (Event.Local),
 	// never those of other queues' jobs (added, active, progress, completed, failed, …),
-	// and narrows its changefeed on the server to the changes processing acts on: jobs
-	// added or made claimable elsewhere, changes to the jobs this queue runs, a global
-	// pause, resume or review, and what frees a group's or a sequence's slot or settles a
-	// workflow. Set it on worker processes that do not need the other processes' events:
-	// every change of the table reaches every process's feed, so with N worker processes
-	// the full feeds cost the server N times each change (on a two-core server, a fifth
-	// to two fifths of the throughput of 4 processes, and half that of 8; see
-	// docs/performance.md). A job limited by name (SetLimit) that waits for a
-	// run to end in another process then starts within 250 ms of it, not at once.
-	// Ignored with NoChangeFeed.
+	// so that its changefeed always carries only the changes processing acts on,
+	// filtered on the server: jobs added or made claimable elsewhere, changes to the jobs
+	// this queue runs, a global pause, resume or review, and what frees a group's or a
+	// sequence's slot or settles a workflow.
+	//
+	// Without it, a queue follows that narrow feed only until the first Events call that
+	// asks for other queues' job events (all types, or completed, say), and the whole feed
+	// from then on. Set it on worker processes that listen to their own events only:
+	// every change of the table reaches every process's whole feed, so with N worker
+	// processes those feeds cost the server N times each change (on a two-core server, a
+	// fifth to two fifths of the throughput of 4 processes, and half that of 8; see
+	// docs/performance.md). While the feed is narrow, a job limited by name (SetLimit)
+	// that waits for a run to end in another process starts within 250 ms of it, not at
+	// once. Ignored with NoChangeFeed.
 	LocalEventsOnly bool
 	// Concurrency is how many jobs the queue runs at once (default 1).
 	Concurrency int

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
@@ -45,7 +46,13 @@ func childMain(mode, addr, db string, concurrency int, part string, childCount b
 		defer c.proxy.Close()
 	}
 	say := sayer(os.Stdout)
-	opts := queue.Options{Concurrency: concurrency, NoChangeFeed: mode == "process" && !procsFeed && !procsLocal, LocalEventsOnly: mode == "process" && procsLocal}
+	feed := procsFeed || procsLocal || procsListen
+	opts := queue.Options{Concurrency: concurrency, NoChangeFeed: mode == "process" && !feed, LocalEventsOnly: mode == "process" && procsLocal}
+	var ran runCounter
+	if mode == "process" && !procsListen && !procsLocal {
+		// Counted without a listener of completed events, which would widen the feed.
+		opts.Metrics = &ran
+	}
 	paused := mode == "process" || mode == "ordered" || mode == "exact"
 	q, err := newQueue(ctx, addr, db, opts)
 	if err != nil {
@@ -67,8 +74,11 @@ func childMain(mode, addr, db string, concurrency int, part string, childCount b
 		return nil, nil
 	}
 	if mode == "process" {
-		completed := q.Events(ctx, queue.EventCompleted)
-		wg.Go(func() { tellCompletions(completed, stop, say) })
+		var completed <-chan queue.Event
+		if opts.Metrics == nil {
+			completed = q.Events(ctx, queue.EventCompleted)
+		}
+		wg.Go(func() { tellCompletions(completed, &ran, stop, say) })
 	}
 	switch mode {
 	case "ordered":
@@ -187,7 +197,7 @@ func floorChild(ctx context.Context, addr, db string, k int, part string) {
 
 // tellCompletions says "done N PID" every 20 ms while the count of completed events
 // grows, until stop is closed.
-func tellCompletions(completed <-chan queue.Event, stop <-chan struct{}, say func(string, ...any)) {
+func tellCompletions(completed <-chan queue.Event, ran *runCounter, stop <-chan struct{}, say func(string, ...any)) {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	done, said := 0, 0
@@ -202,10 +212,24 @@ func tellCompletions(completed <-chan queue.Event, stop <-chan struct{}, say fun
 		case <-stop:
 			return
 		}
+		if completed == nil {
+			done = int(ran.completed.Load())
+		}
 		if done != said {
 			say("done %d %d", done, os.Getpid())
 			said = done
 		}
+	}
+}
+
+// runCounter counts a queue's completed runs as its Options.Metrics.
+type runCounter struct{ completed atomic.Int64 }
+
+func (c *runCounter) JobsClaimed(string, int) {}
+
+func (c *runCounter) RunEnded(_ string, status job.Status, _ time.Duration) {
+	if status == job.Completed {
+		c.completed.Add(1)
 	}
 }
 
@@ -239,6 +263,9 @@ func startChildren(n int, mode, addr, db string, concurrency int, count bool) ([
 		}
 		if procsLocal {
 			args = append(args, "-procs-local")
+		}
+		if procsListen {
+			args = append(args, "-procs-listen")
 		}
 		cmd := exec.Command(exe, args...)
 		cmd.Stderr = os.Stderr

@@ -85,7 +85,8 @@ func parseFlags() flags {
 	flag.StringVar(&f.procs, "procs", "", "also measure these numbers of worker processes of concurrency 50 on one queue, e.g. 1,2,4,8, each beside as many floor processes with -floor (empty: none)")
 	flag.IntVar(&f.procsN, "procs-jobs", 5000, "jobs for -procs")
 	flag.BoolVar(&procsFeed, "procs-feed", false, "the -procs worker processes follow the changefeed, as a queue does by default (without it they follow none)")
-	flag.BoolVar(&procsLocal, "procs-local", false, "the -procs worker processes follow the changefeed with Options.LocalEventsOnly (implies -procs-feed)")
+	flag.BoolVar(&procsLocal, "procs-local", false, "the -procs worker processes follow the changefeed with Options.LocalEventsOnly, and count their completions by their completed events")
+	flag.BoolVar(&procsListen, "procs-listen", false, "the -procs worker processes follow the changefeed and count their completions by their completed events, which makes it the whole feed")
 	flag.StringVar(&f.groups, "groups", "", "also measure each -concurrency level with its jobs spread over groups of a running limit, groups:limit, e.g. 1000:5 (empty: none)")
 	flag.StringVar(&f.cross, "cross", "", "idle worker process counts to measure cross-process add → start at, e.g. 1,8 (empty: none)")
 	flag.IntVar(&f.crossN, "cross-jobs", 200, "jobs added one at a time for -cross")
@@ -363,9 +364,10 @@ var slicesWanted bool
 // the server's default, one), but for -priority's, which says its own.
 var tableShards int
 
-// procsFeed makes the -procs worker processes follow the changefeed; procsLocal, the
-// changefeed of Options.LocalEventsOnly.
-var procsFeed, procsLocal bool
+// procsFeed makes the -procs worker processes follow the changefeed (with no listener of
+// job events: the worker's feed); procsLocal, the changefeed of Options.LocalEventsOnly;
+// procsListen, the whole changefeed, for a listener of completed events.
+var procsFeed, procsLocal, procsListen bool
 
 // kindsWanted asks the processing measurements to say how big their queries were.
 var kindsWanted bool
@@ -662,8 +664,10 @@ func (b bench) procsRows(procs, n int, one levelResult) {
 	switch {
 	case procsLocal:
 		feed = ", changefeed of LocalEventsOnly"
+	case procsListen:
+		feed = ", whole changefeed (a listener of completed events)"
 	case procsFeed:
-		feed = ", changefeed on"
+		feed = ", changefeed on, no listener"
 	}
 	fmt.Printf("| %d processes × concurrency 50 (N=%d%s), jobs/s | %.0f | %.2f%s | | | %s | %s | |\n", procs, n, feed, res.jobsPerSec, res.queriesPerJob, floorCells, perJob(res.cpu, res.jobs), perJob(floor.cpu, floor.jobs))
 	if one.lib.jobsPerSec > 0 {

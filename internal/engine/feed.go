@@ -24,28 +24,42 @@ const removalMemory = time.Minute
 // cut) it raises an error event and tries again with backoff, re-asserting the database,
 // table and indexes that a restarted server may have lost; once it is back, the queue
 // claims again and catches up with the State Document, since changes made meanwhile are
-// lost. first receives the outcome of the first subscription, which Ready waits for.
+// lost. It opens the worker's feed or the whole one as feedWidth says, and reopens it
+// wide, at once, when a listener asks. first receives the outcome of the first
+// subscription, which Ready waits for.
 func (q *Queue) follow(ctx context.Context, first chan<- error) {
 	backoff := time.Duration(0)
-	opened := false
+	opened, widened := false, false
 	for {
+		fctx, cancel := context.WithCancel(ctx)
+		wide := q.width.begin(cancel, q.cfg.LocalEventsOnly)
 		subscribed := func() {
 			backoff = 0
+			q.width.opened()
 			if !opened {
 				opened = true
 				first <- nil
 				return
 			}
-			q.log.Info("changefeed reopened")
+			if widened {
+				q.log.Info("changefeed widened for a listener of other queues' events")
+			} else {
+				q.log.Info("changefeed reopened")
+			}
 			q.resync()
 		}
-		follow := changefeed.FollowQueue
-		if q.cfg.LocalEventsOnly {
-			follow = changefeed.FollowWorker
+		follow := changefeed.FollowWorker
+		if wide {
+			follow = changefeed.FollowQueue
 		}
-		err := follow(ctx, q.session, q.db.Term(), q.id, q.cfg.RunOpts, subscribed, q.onChange)
+		err := follow(fctx, q.session, q.db.Term(), q.id, q.cfg.RunOpts, subscribed, q.onChange)
+		widened = q.width.end()
+		cancel()
 		if ctx.Err() != nil {
 			return
+		}
+		if widened {
+			continue
 		}
 		err = fmt.Errorf("queue %s: changefeed: %w", q.cfg.Name, err)
 		if !opened {

@@ -46,6 +46,8 @@ type Queue struct {
 	// reaches them. The processor is the third service (see processor.svc).
 	bg   *lifecycle.Service
 	feed *lifecycle.Service
+	// width is the changefeed's: the worker's feed or the whole one (feedwidth.go).
+	width feedWidth
 
 	mu sync.Mutex
 	// stopped refuses new calls from Stop on; closed refuses the job methods too, once

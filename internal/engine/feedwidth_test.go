@@ -1,0 +1,86 @@
+package engine
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestWantsWholeFeed(t *testing.T) {
+	cases := []struct {
+		types []string
+		want  bool
+	}{
+		{nil, true}, // all types
+		{[]string{EventIdle, EventProcessing, EventError}, false},
+		{[]string{EventPaused, EventResumed, EventReviewed}, false}, // the worker's feed brings them
+		{[]string{EventCompleted}, true},
+		{[]string{EventIdle, EventAdded}, true},
+		{[]string{EventRemoved}, true},
+		{[]string{EventReleased}, true},
+		{[]string{EventReanimated, EventUpdated, EventReset}, false}, // raised by this queue only
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.want, WantsWholeFeed(c.types), "%v", c.types)
+	}
+}
+
+// The follow loop and the listeners' calls, step by step: a listener arriving while the
+// worker's feed is open ends it and waits for the whole one; one arriving while no feed is
+// open waits for nothing, and the next feed is the whole one; a failed feed releases the
+// listeners waiting for it.
+func TestFeedWidth(t *testing.T) {
+	var w feedWidth
+	ended := 0
+	cancel := func() { ended++ }
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+
+	assert.False(t, w.begin(cancel, false), "no listener: the worker's feed")
+	w.opened()
+	waiting := w.widen()
+	if assert.NotNil(t, waiting) {
+		assert.False(t, closed(waiting))
+	}
+	assert.Equal(t, 1, ended, "widening ends the worker's feed")
+	second := w.widen()
+	assert.NotNil(t, second, "a second listener waits too")
+	assert.Equal(t, 1, ended, "and ends nothing more")
+	assert.True(t, w.end(), "the feed ended to widen")
+	assert.True(t, w.begin(cancel, false), "the next feed is the whole one")
+	assert.False(t, closed(waiting), "not open yet")
+	w.opened()
+	assert.True(t, closed(waiting) && closed(second), "open: the listeners go on")
+	assert.Nil(t, w.widen(), "the whole feed is open: nothing to wait for")
+
+	// The whole feed fails: no listener waits for its reopening, and it reopens whole.
+	assert.False(t, w.end())
+	assert.Nil(t, w.widen(), "no feed is open")
+	assert.True(t, w.begin(cancel, false))
+	opening := w.widen()
+	assert.NotNil(t, opening, "the whole feed is opening")
+	assert.False(t, w.end(), "its opening failed")
+	assert.True(t, closed(opening), "which releases the listener")
+	assert.Equal(t, 1, ended, "a feed that is already whole is never ended to widen")
+
+	// LocalEventsOnly never widens (WidenFeed does not call widen; begin ignores want).
+	var local feedWidth
+	local.want = true
+	assert.False(t, local.begin(cancel, true))
+}
+
+// WidenFeed does nothing for a queue that raises its own events only, or has no feed.
+func TestWidenFeedWithoutTheWholeFeed(t *testing.T) {
+	for _, cfg := range []Config{{ChangeFeed: true, LocalEventsOnly: true}, {ChangeFeed: false}} {
+		q := &Queue{cfg: cfg}
+		q.WidenFeed(context.Background())
+		assert.False(t, q.width.want)
+	}
+}
