@@ -94,8 +94,8 @@ type ReviewResult struct {
 // active, progress, completed, cancelled, failed, terminated, removed, log, released), the
 // queue's changefeed carries only what its processing needs, which the server filters
 // (see Options.LocalEventsOnly). The first such call switches it to the whole feed and
-// returns once that is open (a few milliseconds; at most until ctx ends), so that the
-// channel misses no event made after the call; the feed stays whole from then on.
+// returns once that is open (a few milliseconds; at most 5 s, or until ctx ends), so that
+// the channel misses no event made after the call; the feed stays whole from then on.
 func (q *Queue) Events(ctx context.Context, types ...EventType) <-chan Event {
 	names := make([]string, len(types))
 	for i, t := range types {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 )
 
 // The changefeed has two widths. A queue follows the worker's feed
@@ -112,10 +113,15 @@ func WantsWholeFeed(types []string) bool {
 	return false
 }
 
+// widenWait bounds how long WidenFeed waits for the whole feed to open: a server that
+// has gone silent may hold the attempt for longer, and a listener then misses the events
+// made until it is open, as during any reopening.
+const widenWait = 5 * time.Second
+
 // WidenFeed is called before a listener of other queues' job events subscribes: unless
 // the queue raises its own events only (or follows no feed), it makes the changefeed the
-// whole one, and returns once that is open, the attempt failed, ctx ends or the queue
-// stops.
+// whole one, and returns once that is open, the attempt failed, widenWait has passed, ctx
+// ends or the queue stops.
 func (q *Queue) WidenFeed(ctx context.Context) {
 	if !q.cfg.ChangeFeed || q.cfg.LocalEventsOnly {
 		return
@@ -124,8 +130,11 @@ func (q *Queue) WidenFeed(ctx context.Context) {
 	if ch == nil {
 		return
 	}
+	t := time.NewTimer(widenWait)
+	defer t.Stop()
 	select {
 	case <-ch:
+	case <-t.C:
 	case <-ctx.Done():
 	case <-q.feed.Context().Done():
 	}
