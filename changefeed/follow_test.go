@@ -16,15 +16,21 @@ import (
 
 func TestMain(m *testing.M) { testserver.Main(m) }
 
-// A queue's feed brings the changes of other queues and every deletion, without the
-// bulk of the documents, and classifies them as the whole documents would be; a
-// document written by hand, whatever its log holds, does not end it.
-func TestFollowQueueBringsOthersChangesWithoutTheirBulk(t *testing.T) {
+// feedTable makes a table of the test's own to follow, and returns it with a session.
+func feedTable(t *testing.T) (*r.Session, r.Term) {
+	t.Helper()
 	s := testserver.Session(t)
 	db := testserver.DB(t)
 	require.NoError(t, r.DBCreate(db).Exec(s))
 	require.NoError(t, r.DB(db).TableCreate("q").Exec(s))
-	tbl := r.DB(db).Table("q")
+	return s, r.DB(db).Table("q")
+}
+
+// A queue's feed brings the changes of other queues and every deletion, without the
+// bulk of the documents, and classifies them as the whole documents would be; a
+// document written by hand, whatever its log holds, does not end it.
+func TestFollowQueueBringsOthersChangesWithoutTheirBulk(t *testing.T) {
+	s, tbl := feedTable(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 

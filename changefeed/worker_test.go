@@ -11,18 +11,13 @@ import (
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
 	"github.com/rjqgo/rethinkdb-job-queue/changefeed"
-	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
 // A worker's feed brings what processing acts on and leaves out what only events are made
 // of; documents written by hand, whatever they hold, do not end it.
 func TestFollowWorkerPassesWhatProcessingNeeds(t *testing.T) {
-	s := testserver.Session(t)
-	db := testserver.DB(t)
-	require.NoError(t, r.DBCreate(db).Exec(s))
-	require.NoError(t, r.DB(db).TableCreate("q").Exec(s))
-	tbl := r.DB(db).Table("q")
+	s, tbl := feedTable(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
