@@ -35,9 +35,9 @@ func (q *Queue) follow(ctx context.Context, first chan<- error) {
 		wide := q.width.begin(cancel, q.cfg.LocalEventsOnly)
 		subscribed := func() {
 			backoff = 0
-			q.width.opened()
 			if !opened {
 				opened = true
+				q.width.opened()
 				first <- nil
 				return
 			}
@@ -46,7 +46,11 @@ func (q *Queue) follow(ctx context.Context, first chan<- error) {
 			} else {
 				q.log.Info("changefeed reopened")
 			}
+			// The catch-up is done before a listener waiting for the whole feed goes on,
+			// so that its next steps do not race with it (a job added idle is claimed
+			// in its insert only while the queue reads nothing).
 			q.resync()
+			q.width.opened()
 		}
 		follow := changefeed.FollowWorker
 		if wide {
