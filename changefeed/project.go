@@ -25,11 +25,16 @@ func FollowQueue(ctx context.Context, s r.QueryExecutor, table r.Term, self stri
 
 // queueFeed is the feed FollowQueue follows.
 func queueFeed(table r.Term, self string) r.Term {
-	return table.Changes().Filter(func(ch r.Term) r.Term {
+	return projected(table.Changes().Filter(func(ch r.Term) r.Term {
 		// A deletion (no new value) passes: it does not say who made it.
 		doc := ch.Field("new_val").Default(nil)
 		return r.Branch(doc.TypeOf().Eq("OBJECT"), doc.Field("queueId").Default(nil).Ne(self), true)
-	}).Map(func(ch r.Term) any {
+	}))
+}
+
+// projected is feed with both sides of each change projected (see project).
+func projected(feed r.Term) r.Term {
+	return feed.Map(func(ch r.Term) any {
 		return map[string]any{
 			"old_val": project(ch.Field("old_val").Default(nil)),
 			"new_val": project(ch.Field("new_val").Default(nil)),

@@ -41,14 +41,9 @@ func FollowWorker(ctx context.Context, s r.QueryExecutor, table r.Term, self str
 
 // workerFeed is the feed FollowWorker follows.
 func workerFeed(table r.Term, self string) r.Term {
-	return table.Changes().Filter(func(ch r.Term) r.Term {
+	return projected(table.Changes().Filter(func(ch r.Term) r.Term {
 		return workerPasses(ch.Field("old_val"), ch.Field("new_val"), self)
-	}).Map(func(ch r.Term) any {
-		return map[string]any{
-			"old_val": project(ch.Field("old_val").Default(nil)),
-			"new_val": project(ch.Field("new_val").Default(nil)),
-		}
-	})
+	}))
 }
 
 // workerPasses is FollowWorker's test of one change, run on the server for every change
