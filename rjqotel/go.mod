@@ -3,7 +3,7 @@ module github.com/rjqgo/rethinkdb-job-queue/rjqotel
 go 1.26.0
 
 require (
-	github.com/rjqgo/rethinkdb-job-queue v0.0.0-20261127004241-b5b1f86d98d4
+	github.com/rjqgo/rethinkdb-job-queue v0.0.0-20261127005730-836ed323965e
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
