@@ -7,6 +7,6 @@
 // the feed was down is made up for by the queue's own wake-ups and the Master's review.
 //
 // A queue calls both itself (Queue.Events delivers the result): FollowWorker while no
-// listener asks for other queues' job events, FollowQueue from then on. A tool that
+// listener asks for other queues' job events, FollowQueue while one does. A tool that
 // watches a table without running a queue can call Follow and Classify directly.
 package changefeed

@@ -95,14 +95,16 @@ type ReviewResult struct {
 // queue's changefeed carries only what its processing needs, which the server filters
 // (see Options.LocalEventsOnly). The first such call switches it to the whole feed and
 // returns once that is open (a few milliseconds; at most 5 s, or until ctx ends), so that
-// the channel misses no event made after the call; the feed stays whole from then on.
+// the channel misses no event made after the call. The feed stays whole while such
+// listeners remain, and narrows again 30 s after the last one's ctx has ended, unless
+// another comes meanwhile.
 func (q *Queue) Events(ctx context.Context, types ...EventType) <-chan Event {
 	names := make([]string, len(types))
 	for i, t := range types {
 		names[i] = string(t)
 	}
 	if engine.WantsWholeFeed(names) {
-		q.e.WidenFeed(ctx)
+		context.AfterFunc(ctx, q.e.WidenFeed(ctx))
 	}
 	if len(types) == 0 {
 		return q.events.Subscribe(ctx, nil)

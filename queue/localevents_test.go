@@ -143,3 +143,53 @@ func TestTheFeedWidensForAListenerOfOtherQueuesEvents(t *testing.T) {
 	require.Eventually(t, local.Paused, 10*time.Second, 10*time.Millisecond)
 	assert.NotContains(t, localLogs.String(), widened)
 }
+
+// The whole feed narrows again once its last listener has gone (after the wait, which the
+// test makes short), while the queue's processing goes on following it; the next listener
+// widens it again.
+func TestTheFeedNarrowsAgainWhenItsListenersHaveGone(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &queue.Options{MasterInterval: -1})
+	ctx := testContext(t)
+	other := f.q
+	logs := &lockedBuffer{}
+	watcher := newQueue(t, f, &queue.Options{MasterInterval: -1, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	queue.SetNarrowAfter(watcher, 100*time.Millisecond)
+	const widened, narrowed = "changefeed widened", "changefeed narrowed"
+	count := func(s string) int { return strings.Count(logs.String(), s) }
+	started := make(chan string, 4)
+	require.NoError(t, watcher.Process(func(ctx context.Context, j *job.Job) (any, error) {
+		started <- j.ID
+		return nil, nil
+	}))
+
+	stays, leaveStays := context.WithCancel(ctx)
+	goes, leaveGoes := context.WithCancel(ctx)
+	_ = watcher.Events(stays, queue.EventCompleted)
+	_ = watcher.Events(goes, queue.EventCancelled)
+	require.Equal(t, 1, count(widened))
+	leaveGoes()
+	assert.Never(t, func() bool { return count(narrowed) > 0 }, time.Second, 20*time.Millisecond, "one listener is left")
+	leaveStays()
+	require.Eventually(t, func() bool { return count(narrowed) == 1 }, 10*time.Second, 10*time.Millisecond)
+
+	addedAt := time.Now()
+	added, err := other.AddJob(ctx, other.CreateJob("x"))
+	require.NoError(t, err)
+	select {
+	case id := <-started:
+		assert.Equal(t, added[0].ID, id)
+		assert.Less(t, time.Since(addedAt), 2*time.Second, "a job added elsewhere starts at once")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the narrowed feed did not bring a job added elsewhere")
+	}
+
+	cancelled := watcher.Events(ctx, queue.EventCancelled)
+	assert.Equal(t, 2, count(widened), "the next listener widens it again")
+	later, err := other.AddJob(ctx, other.CreateJob("later").SetDateEnable(time.Now().Add(time.Hour)))
+	require.NoError(t, err)
+	_, err = other.CancelJob(ctx, "no", later[0].ID)
+	require.NoError(t, err)
+	assert.False(t, waitFor(t, cancelled, queue.EventCancelled, later[0].ID).Local)
+	assert.Equal(t, 1, count(narrowed))
+}

@@ -74,7 +74,7 @@ type Options struct {
 	//
 	// Without it, a queue follows that narrow feed only until the first Events call that
 	// asks for other queues' job events (all types, or completed, say), and the whole feed
-	// from then on. Set it on worker processes that listen to their own events only:
+	// while such listeners remain (and 30 s after the last has gone). Set it on worker processes that listen to their own events only:
 	// every change of the table reaches every process's whole feed, so with N worker
 	// processes those feeds cost the server N times each change (on a two-core server, a
 	// fifth to two fifths of the throughput of 4 processes, and half that of 8; see

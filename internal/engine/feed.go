@@ -25,11 +25,12 @@ const removalMemory = time.Minute
 // table and indexes that a restarted server may have lost; once it is back, the queue
 // claims again and catches up with the State Document, since changes made meanwhile are
 // lost. It opens the worker's feed or the whole one as feedWidth says, and reopens it
-// wide, at once, when a listener asks. first receives the outcome of the first
+// with the other width, at once, when feedWidth switches it. first receives the outcome of the first
 // subscription, which Ready waits for.
 func (q *Queue) follow(ctx context.Context, first chan<- error) {
+	defer q.width.stop()
 	backoff := time.Duration(0)
-	opened, widened := false, false
+	opened, switched := false, false
 	for {
 		fctx, cancel := context.WithCancel(ctx)
 		wide := q.width.begin(cancel, q.cfg.LocalEventsOnly)
@@ -41,9 +42,12 @@ func (q *Queue) follow(ctx context.Context, first chan<- error) {
 				first <- nil
 				return
 			}
-			if widened {
+			switch {
+			case switched && wide:
 				q.log.Info("changefeed widened for a listener of other queues' events")
-			} else {
+			case switched:
+				q.log.Info("changefeed narrowed: no listener of other queues' events is left")
+			default:
 				q.log.Info("changefeed reopened")
 			}
 			// The catch-up is done before a listener waiting for the whole feed goes on,
@@ -57,12 +61,12 @@ func (q *Queue) follow(ctx context.Context, first chan<- error) {
 			follow = changefeed.FollowQueue
 		}
 		err := follow(fctx, q.session, q.db.Term(), q.id, q.cfg.RunOpts, subscribed, q.onChange)
-		widened = q.width.end()
+		switched = q.width.end()
 		cancel()
 		if ctx.Err() != nil {
 			return
 		}
-		if widened {
+		if switched {
 			continue
 		}
 		err = fmt.Errorf("queue %s: changefeed: %w", q.cfg.Name, err)

@@ -8,32 +8,44 @@ import (
 )
 
 // The changefeed has two widths. A queue follows the worker's feed
-// (changefeed.FollowWorker: what processing acts on, filtered on the server) until a
-// listener asks for events of other queues' jobs, and the whole feed
-// (changefeed.FollowQueue) from then on; with Config.LocalEventsOnly, always the
-// worker's. Every change of a table reaches every queue's feed, so with N processing
-// queues the whole feeds cost the server N times each change, which nobody needs while
-// nobody listens.
+// (changefeed.FollowWorker: what processing acts on, filtered on the server) while no
+// listener wants events of other queues' jobs, and the whole feed (changefeed.FollowQueue)
+// while one does; with Config.LocalEventsOnly, always the worker's. Every change of a
+// table reaches every queue's feed, so with N processing queues the whole feeds cost the
+// server N times each change, which nobody needs while nobody listens.
 //
-// Widening closes the worker's feed and opens the whole one, which loses the changes made
-// in between, as a feed that fails and reopens does; the queue catches up the same way
-// (see resync). Events returns once the whole feed is open, so that a listener misses no
-// event made after its call. The feed never narrows again.
+// Switching closes the feed that is open and opens the other, which loses the changes
+// made in between, as a feed that fails and reopens does; the queue catches up the same
+// way (see resync). Events returns once the whole feed is open, so that a listener misses
+// no event made after its call. When the last such listener has gone, the feed narrows
+// again after narrowAfter, unless another comes meanwhile: a web process whose requests
+// each listen for a while keeps the whole feed while they come, rather than switching at
+// each.
+
+// narrowAfter is how long the whole feed stays open after its last listener has gone.
+const narrowAfter = 30 * time.Second
 
 // feedWidth is the state of the changefeed's width.
 type feedWidth struct {
 	mu sync.Mutex
-	// want is set once a listener has asked for other queues' job events.
-	want bool
+	// listeners counts the listeners of other queues' job events; want is set while
+	// the feed is to be whole: from the first one's arrival until narrowAfter after the
+	// last one has gone.
+	listeners int
+	want      bool
 	// wide tells the width of the feed that is open or opening; wideOpen, that the whole
 	// feed is open.
 	wide, wideOpen bool
 	// reopen ends the feed that is open or opening (nil: none is); switching is set when
-	// it was called to widen.
+	// it was called to change the width.
 	reopen    context.CancelFunc
 	switching bool
 	// waiters are closed once the whole feed is open, or the attempt failed.
 	waiters []chan struct{}
+	// narrowing narrows the feed once no listener has come back; gen tells a timer that
+	// fired after a listener came (and perhaps went again) from the current one.
+	narrowing *time.Timer
+	gen       int
 }
 
 // begin is called by the follow loop before it opens a feed, which cancel ends; it
@@ -55,8 +67,8 @@ func (w *feedWidth) opened() {
 	}
 }
 
-// end is called once the feed has ended; it returns whether it ended to widen (the loop
-// then opens the whole feed at once).
+// end is called once the feed has ended; it returns whether it ended to change the width
+// (the loop then opens the other feed at once).
 func (w *feedWidth) end() (switched bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -75,23 +87,73 @@ func (w *feedWidth) release() {
 	w.waiters = nil
 }
 
-// widen asks for the whole feed. It returns a channel closed once it is open or its
-// opening failed; nil when there is nothing to wait for (it is open, or no feed is: the
-// next one opened is the whole one).
+// widen adds a listener that wants the whole feed. It returns a channel closed once that
+// is open or its opening failed; nil when there is nothing to wait for (it is open, or no
+// feed is: the next one opened is the whole one).
 func (w *feedWidth) widen() <-chan struct{} {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.listeners++
 	w.want = true
+	w.gen++
+	if w.narrowing != nil {
+		w.narrowing.Stop()
+		w.narrowing = nil
+	}
 	if w.wideOpen || w.reopen == nil {
 		return nil
 	}
-	if !w.wide && !w.switching {
-		w.switching = true
-		w.reopen()
-	}
+	w.change(true)
 	ch := make(chan struct{})
 	w.waiters = append(w.waiters, ch)
 	return ch
+}
+
+// change ends the open feed for one of the width wide, unless it is of that width or
+// already ending.
+func (w *feedWidth) change(wide bool) {
+	if w.reopen != nil && w.wide != wide && !w.switching {
+		w.switching = true
+		w.wideOpen = false
+		w.reopen()
+	}
+}
+
+// leave removes a listener added by widen. When it was the last, the feed narrows after
+// the wait given, unless another listener comes first.
+func (w *feedWidth) leave(after time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.listeners--
+	if w.listeners > 0 {
+		return
+	}
+	gen := w.gen
+	w.narrowing = time.AfterFunc(after, func() { w.narrow(gen) })
+}
+
+// narrow makes the feed the worker's, unless a listener came since the timer of
+// generation gen was set.
+func (w *feedWidth) narrow(gen int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if gen != w.gen || w.listeners > 0 {
+		return
+	}
+	w.narrowing = nil
+	w.want = false
+	w.change(false)
+}
+
+// stop stops a narrowing that has not come yet: the queue is stopping.
+func (w *feedWidth) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.gen++
+	if w.narrowing != nil {
+		w.narrowing.Stop()
+		w.narrowing = nil
+	}
 }
 
 // feedEventTypes are the events learned from other queues' job changes: those only the
@@ -121,14 +183,20 @@ const widenWait = 5 * time.Second
 // WidenFeed is called before a listener of other queues' job events subscribes: unless
 // the queue raises its own events only (or follows no feed), it makes the changefeed the
 // whole one, and returns once that is open, the attempt failed, widenWait has passed, ctx
-// ends or the queue stops.
-func (q *Queue) WidenFeed(ctx context.Context) {
+// ends or the queue stops. The listener calls release once it has gone (more than once
+// does no harm): narrowAfter after the last one has, the feed narrows again.
+func (q *Queue) WidenFeed(ctx context.Context) (release func()) {
 	if !q.cfg.ChangeFeed || q.cfg.LocalEventsOnly {
-		return
+		return func() {}
 	}
 	ch := q.width.widen()
+	after := q.narrowAfter
+	if after <= 0 {
+		after = narrowAfter
+	}
+	release = sync.OnceFunc(func() { q.width.leave(after) })
 	if ch == nil {
-		return
+		return release
 	}
 	t := time.NewTimer(widenWait)
 	defer t.Stop()
@@ -138,4 +206,9 @@ func (q *Queue) WidenFeed(ctx context.Context) {
 	case <-ctx.Done():
 	case <-q.feed.Context().Done():
 	}
+	return release
 }
+
+// SetNarrowAfter sets how long the whole changefeed stays open after its last listener has
+// gone (narrowAfter when d ≤ 0), for tests.
+func (q *Queue) SetNarrowAfter(d time.Duration) { q.narrowAfter = d }

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -76,11 +78,63 @@ func TestFeedWidth(t *testing.T) {
 	assert.False(t, local.begin(cancel, true))
 }
 
+// When the last listener has gone, the feed narrows after the wait, unless one comes back
+// first; one that comes while it narrows waits for the whole feed again.
+func TestFeedNarrowsAfterItsLastListener(t *testing.T) {
+	var w feedWidth
+	var mu sync.Mutex
+	ended := 0
+	cancel := func() { mu.Lock(); ended++; mu.Unlock() }
+	endings := func() int { mu.Lock(); defer mu.Unlock(); return ended }
+	defer w.stop()
+
+	w.begin(cancel, false)
+	w.opened()
+	first := w.widen()
+	assert.True(t, w.end())
+	assert.True(t, w.begin(cancel, false))
+	w.opened()
+	assert.Nil(t, w.widen(), "a second listener, the whole feed open")
+	assert.NotNil(t, first)
+
+	w.leave(time.Hour)
+	assert.Nil(t, w.narrowing, "one listener is left")
+	w.leave(time.Hour)
+	assert.NotNil(t, w.narrowing, "the last one has gone: the feed narrows later")
+	stale := w.gen
+	assert.Nil(t, w.widen(), "one comes back before")
+	assert.Nil(t, w.narrowing)
+	w.narrow(stale) // a timer that fired as it came
+	assert.Equal(t, 1, endings(), "the feed stays whole")
+
+	w.leave(time.Hour)
+	w.narrow(w.gen)
+	assert.Equal(t, 2, endings(), "narrowing ends the whole feed")
+	again := w.widen()
+	if assert.NotNil(t, again, "a listener that comes while it narrows waits") {
+		assert.Equal(t, 2, endings(), "and ends nothing more")
+		assert.True(t, w.end())
+		assert.True(t, w.begin(cancel, false), "the next feed is the whole one again")
+		w.opened()
+		<-again
+	}
+
+	// With a real timer: the feed narrows, and the next one is the worker's.
+	w.leave(time.Millisecond)
+	assert.Eventually(t, func() bool { return endings() == 3 }, 5*time.Second, time.Millisecond)
+	assert.True(t, w.end())
+	assert.False(t, w.begin(cancel, false))
+	w.opened()
+	assert.NotNil(t, w.widen(), "the next listener widens it again")
+	assert.Equal(t, 4, endings())
+}
+
 // WidenFeed does nothing for a queue that raises its own events only, or has no feed.
 func TestWidenFeedWithoutTheWholeFeed(t *testing.T) {
 	for _, cfg := range []Config{{ChangeFeed: true, LocalEventsOnly: true}, {ChangeFeed: false}} {
 		q := &Queue{cfg: cfg}
-		q.WidenFeed(context.Background())
+		q.WidenFeed(context.Background())()
 		assert.False(t, q.width.want)
+		assert.Zero(t, q.width.listeners)
 	}
 }

@@ -48,6 +48,8 @@ type Queue struct {
 	feed *lifecycle.Service
 	// width is the changefeed's: the worker's feed or the whole one (feedwidth.go).
 	width feedWidth
+	// narrowAfter, when positive, replaces narrowAfter (feedwidth.go), for tests.
+	narrowAfter time.Duration
 
 	mu sync.Mutex
 	// stopped refuses new calls from Stop on; closed refuses the job methods too, once
