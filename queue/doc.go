@@ -54,7 +54,9 @@
 //
 // A busy queue reads the table once every few rounds: a read takes up to four times the
 // concurrency, and the rounds that follow claim from what it found while it is fresh (half
-// a second). An idle queue reads nothing until a job comes: a job this queue adds, or one
+// a second; two seconds with the changefeed, whose hints bring the jobs added or made
+// claimable meanwhile into the claims' order, so that a higher priority still goes
+// first). An idle queue reads nothing until a job comes: a job this queue adds, or one
 // that another process adds or enables (learned from the changefeed), is claimed by id
 // within milliseconds. When several idle queues (processes) see the same job on their
 // feeds, they take turns by rank among the table's live workers (Workers), so that one

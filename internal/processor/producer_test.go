@@ -309,6 +309,43 @@ func TestAStaleHintMakesTheNextRoundRead(t *testing.T) {
 	assert.Equal(t, []string{j.ID}, h.of(EventActive))
 }
 
+// A busy producer that follows the changefeed claims from what it read ahead for
+// feedBufferAge rather than bufferAge: its hints bring a job added meanwhile into the
+// claims' order, so a job of a higher priority still goes first. Without the feed it reads
+// the table again once the buffer is bufferAge old, and finds that job there.
+func TestWithAFeedTheBufferLastsLongerAndHintsGoFirst(t *testing.T) {
+	for _, feed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("feed %v", feed), func(t *testing.T) {
+			h := newHarness(t, 1, feed)
+			past := time.Now().Add(-time.Second)
+			for range 6 {
+				h.store.add(job.Low, past)
+			}
+			h.p.prod.round()
+			require.Len(t, h.p.prod.buf, 3, "a read of 4 × the concurrency: one claimed, three ahead")
+			h.finishAll(t)
+
+			p := h.p.prod
+			p.mu.Lock()
+			p.bufAt = time.Now().Add(-(bufferAge + feedBufferAge) / 2)
+			p.mu.Unlock()
+			high := h.store.add(job.High, time.Now().Add(-time.Millisecond))
+			h.p.Hint(high, self)
+			h.p.prod.round()
+
+			active := h.of(EventActive)
+			require.Len(t, active, 2)
+			assert.Equal(t, high.ID, active[1], "the higher priority goes first")
+			reads, _ := h.store.counts()
+			if feed {
+				assert.Equal(t, 1, reads, "from the buffer and the hint, without a read")
+			} else {
+				assert.Equal(t, 2, reads, "the buffer is too old: the table again")
+			}
+		})
+	}
+}
+
 func TestPrefetchFollowsWhatTheBufferWasUsedFor(t *testing.T) {
 	jobs := func(n int) []*job.Job { return make([]*job.Job, n) }
 	for _, tc := range []struct {
