@@ -267,13 +267,9 @@ func (s *fakeStore) ReturnTokens(context.Context, string, int) error { return ni
 
 func (s *fakeStore) RenewLeases(context.Context, map[string]int, time.Duration) error { return nil }
 
-func (s *fakeStore) PutWorker(context.Context, time.Time, int, int, time.Duration) error {
-	return nil
-}
-
 func (s *fakeStore) DeleteWorker(context.Context) error { return nil }
 
-func (s *fakeStore) Workers(context.Context) ([]rdb.WorkerEntry, error) {
+func (s *fakeStore) PutWorker(context.Context, time.Time, int, int, time.Duration) ([]rdb.WorkerEntry, error) {
 	out := make([]rdb.WorkerEntry, len(s.workers))
 	for i, w := range s.workers {
 		out[i] = rdb.WorkerEntry{QueueID: w}

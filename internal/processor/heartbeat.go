@@ -55,7 +55,7 @@ func (p *Processor) heartbeat() {
 }
 
 // beat renews the leases of the running jobs that are still their run's, in one query,
-// writes the worker entry and reads the live workers.
+// writes the worker entry and reads the live workers (one query).
 func (p *Processor) beat(started time.Time) (err error) {
 	// A beat that hangs is given up before the leases it renews end.
 	ctx, cancel := context.WithTimeout(p.hard, max(p.cfg.Heartbeat/4, minWriteTimeout))
@@ -85,12 +85,9 @@ func (p *Processor) beat(started time.Time) (err error) {
 			rn.leaseEnd.Store(now.Add(lease).UnixNano())
 		}
 	}
-	if err := p.cfg.Store.PutWorker(ctx, started, p.exec.count(), p.cfg.Concurrency(), p.cfg.Heartbeat); err != nil {
-		return fmt.Errorf("worker entry: %w", err)
-	}
-	workers, err := p.cfg.Store.Workers(ctx)
+	workers, err := p.cfg.Store.PutWorker(ctx, started, p.exec.count(), p.cfg.Concurrency(), p.cfg.Heartbeat)
 	if err != nil {
-		return fmt.Errorf("read the workers: %w", err)
+		return fmt.Errorf("worker entry: %w", err)
 	}
 	peers := make([]string, len(workers))
 	for i, w := range workers {

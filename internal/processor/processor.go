@@ -73,9 +73,9 @@ type Store interface {
 	TakeTokens(ctx context.Context, name string, want int) (int, time.Duration, error)
 	ReturnTokens(ctx context.Context, name string, n int) error
 	RenewLeases(ctx context.Context, running map[string]int, lease time.Duration) error
-	PutWorker(ctx context.Context, started time.Time, running, concurrency int, heartbeat time.Duration) error
+	// PutWorker writes the queue's worker entry and returns the live ones.
+	PutWorker(ctx context.Context, started time.Time, running, concurrency int, heartbeat time.Duration) ([]rdb.WorkerEntry, error)
 	DeleteWorker(ctx context.Context) error
-	Workers(ctx context.Context) ([]rdb.WorkerEntry, error)
 	Expire(ctx context.Context, ids []string, now time.Time) ([]string, error)
 	TakeSlots(ctx context.Context, takes []rdb.SlotTake) (rdb.Slots, error)
 	ReleaseSlots(ctx context.Context, runs map[string][]rdb.Holder) error

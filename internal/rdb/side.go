@@ -167,15 +167,29 @@ type WorkerEntry struct {
 	Concurrency int       `rethinkdb:"concurrency"`
 }
 
-// PutWorker writes this queue's worker entry, seen now by the server's clock. Soft
+// PutWorker writes this queue's worker entry, seen now by the server's clock, and returns
+// the live entries (as Workers does), in one query: a busy worker beats every few seconds,
+// and the query count of several worker processes is what they add up to. Soft
 // durability: the entry is rewritten every few seconds, and losing one costs nothing.
-func (t *Table) PutWorker(ctx context.Context, started time.Time, running, concurrency int, heartbeat time.Duration) error {
+func (t *Table) PutWorker(ctx context.Context, started time.Time, running, concurrency int, heartbeat time.Duration) ([]WorkerEntry, error) {
 	entry := map[string]any{
 		"id": t.QueueID, "started": started, "lastSeen": r.Now(), "running": running,
 		"concurrency": concurrency, "heartbeat": heartbeat.Milliseconds(),
 	}
-	_, err := t.Write(ctx, t.Side(WorkersSuffix).Insert(entry, r.InsertOpts{Conflict: "replace", Durability: "soft"}))
-	return err
+	tbl := t.Side(WorkersSuffix)
+	put := tbl.Insert(entry, r.InsertOpts{Conflict: "replace", Durability: "soft"}).Do(func(res r.Term) r.Term {
+		return r.Branch(res.Field("errors").Eq(0), liveWorkers(tbl), r.Error(res.Field("first_error")))
+	})
+	var out []WorkerEntry
+	if err := t.writeAll(ctx, put, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// liveWorkers are the entries of a workers table that are not stale, by queue id.
+func liveWorkers(tbl r.Term) r.Term {
+	return tbl.Filter(func(w r.Term) r.Term { return staleWorker(w).Not() }).OrderBy("id")
 }
 
 // DeleteWorker removes this queue's worker entry.
@@ -193,7 +207,7 @@ func staleWorker(w r.Term) r.Term {
 func (t *Table) Workers(ctx context.Context) ([]WorkerEntry, error) {
 	var out []WorkerEntry
 	tbl := t.Side(WorkersSuffix)
-	err := t.readSide(ctx, tbl, tbl.Filter(func(w r.Term) r.Term { return staleWorker(w).Not() }).OrderBy("id"), &out)
+	err := t.readSide(ctx, tbl, liveWorkers(tbl), &out)
 	return out, err
 }
 
