@@ -471,7 +471,7 @@ func (p *producer) read(ctx context.Context, now time.Time, free int, hold holdB
 	want := p.prefetch(free)
 	skip := rdb.Skip{IDs: p.skipList(now), Names: hold.names, Groups: hold.groups, Sequences: hold.seqs}
 	if part := p.part(); part.Of > 1 {
-		skip.Part = part
+		skip.Part, skip.Enough = part, free
 		c, err := pr.cfg.Store.ReadCandidates(ctx, want, skip)
 		if err != nil {
 			return nil, false, time.Time{}, err

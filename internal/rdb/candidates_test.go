@@ -68,6 +68,17 @@ func TestAPartReadNeverPassesOverAHigherPriorityElsewhere(t *testing.T) {
 	c, err = tbl.ReadCandidates(context.Background(), 8, rdb.Skip{Part: part})
 	require.NoError(t, err)
 	assert.Equal(t, []any{theirsHigh[0], theirsHigh[1], mine[0], mine[1], mine[2], mine[3], theirsNormal[0], theirsNormal[1]}, ids(c.List))
+
+	// With enough of its own for the free slots, a read ahead takes none of the other
+	// part's jobs of the same priority, which that part's worker aims at too; it still
+	// takes the higher ones.
+	c, err = tbl.ReadCandidates(context.Background(), 8, rdb.Skip{Part: part, Enough: 4})
+	require.NoError(t, err)
+	assert.Equal(t, []any{theirsHigh[0], theirsHigh[1], mine[0], mine[1], mine[2], mine[3]}, ids(c.List))
+	c, err = tbl.ReadCandidates(context.Background(), 8, rdb.Skip{Part: part, Enough: 5})
+	require.NoError(t, err)
+	assert.Equal(t, []any{theirsHigh[0], theirsHigh[1], mine[0], mine[1], mine[2], mine[3], theirsNormal[0], theirsNormal[1]}, ids(c.List),
+		"fewer than enough: the other part's too")
 }
 
 // A read that found its jobs in the head says when a job of a higher priority it passed
