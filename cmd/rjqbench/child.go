@@ -48,6 +48,11 @@ func childMain(mode, addr, db string, concurrency int, part string, childCount b
 	say := sayer(os.Stdout)
 	feed := procsFeed || procsLocal || procsListen
 	opts := queue.Options{Concurrency: concurrency, NoChangeFeed: mode == "process" && !feed, LocalEventsOnly: mode == "process" && procsLocal}
+	if index, _, ok := strings.Cut(part, "/"); ok && mode == "process" && procsMasters > 0 {
+		if i, err := strconv.Atoi(index); err == nil && i >= procsMasters {
+			opts.MasterInterval = -1
+		}
+	}
 	var ran runCounter
 	if mode == "process" && !procsListen && !procsLocal {
 		// Counted without a listener of completed events, which would widen the feed.
@@ -163,10 +168,10 @@ func floorChild(ctx context.Context, addr, db string, k int, part string) {
 	if _, err := fmt.Sscanf(part, "%d/%d", &index, &of); err != nil {
 		log.Fatalf("child: part %q: %v", part, err)
 	}
-	var firstChars []any
+	var lastChars []any
 	for _, c := range "0123456789abcdef" {
 		if rdb.PartOf(string(c), of) == index {
-			firstChars = append(firstChars, string(c))
+			lastChars = append(lastChars, string(c))
 		}
 	}
 	s, err := r.Connect(r.ConnectOpts{Address: addr, Timeout: 10 * time.Second})
@@ -174,7 +179,7 @@ func floorChild(ctx context.Context, addr, db string, k int, part string) {
 		log.Fatalf("child: %v", err)
 	}
 	defer s.Close()
-	f := newFloorRounds(db, k, firstChars)
+	f := newFloorRounds(db, k, lastChars)
 	in := bufio.NewReader(os.Stdin)
 	fmt.Println("ready")
 	if _, err := in.ReadString('\n'); err != nil {
@@ -266,6 +271,9 @@ func startChildren(n int, mode, addr, db string, concurrency int, count bool) ([
 		}
 		if procsListen {
 			args = append(args, "-procs-listen")
+		}
+		if procsMasters > 0 {
+			args = append(args, "-procs-masters", strconv.Itoa(procsMasters))
 		}
 		cmd := exec.Command(exe, args...)
 		cmd.Stderr = os.Stderr

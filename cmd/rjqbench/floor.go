@@ -70,13 +70,13 @@ type floorRounds struct {
 	table, read           r.Term
 	k                     int
 	claimEntry, doneEntry any
-	// firstChars, when not nil, keeps the loop to the jobs whose ids start with one of
+	// lastChars, when not nil, keeps the loop to the jobs whose ids end with one of
 	// them: the part of the jobs one of several floor processes takes, so that they never
 	// contend (-procs).
-	firstChars []any
+	lastChars []any
 }
 
-func newFloorRounds(db string, k int, firstChars []any) *floorRounds {
+func newFloorRounds(db string, k int, lastChars []any) *floorRounds {
 	var none job.Job
 	return &floorRounds{
 		table:      r.DB(db).Table(queue.DefaultName),
@@ -84,7 +84,7 @@ func newFloorRounds(db string, k int, firstChars []any) *floorRounds {
 		k:          k,
 		claimEntry: rdb.NewLog(&none, floorQueueID, nil, job.MessageActive, job.Information, job.Active).WithoutData().Document(),
 		doneEntry:  rdb.NewLog(&none, floorQueueID, nil, job.MessageCompleted, job.Information, job.Completed).WithDuration(time.Millisecond).Document(),
-		firstChars: firstChars,
+		lastChars:  lastChars,
 	}
 }
 
@@ -94,8 +94,8 @@ func (f *floorRounds) round(ctx context.Context, s *r.Session) (int, error) {
 	lo := []any{r.MinVal, r.MinVal, r.MinVal, r.MinVal}
 	hi := []any{r.MaxVal, r.MaxVal, r.MaxVal, r.MaxVal}
 	term := f.read.Between(lo, hi, r.BetweenOpts{Index: rdb.IndexClaim}).OrderBy(r.OrderByOpts{Index: r.Desc(rdb.IndexClaim)})
-	if f.firstChars != nil {
-		term = term.Filter(func(doc r.Term) r.Term { return r.Expr(f.firstChars).Contains(doc.Field("id").Slice(0, 1)) })
+	if f.lastChars != nil {
+		term = term.Filter(func(doc r.Term) r.Term { return r.Expr(f.lastChars).Contains(doc.Field("id").Slice(-1)) })
 	}
 	var ids []string
 	if err := readAll(ctx, s, term.Limit(f.k).Field("id"), &ids); err != nil {

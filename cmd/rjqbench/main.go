@@ -86,13 +86,14 @@ func parseFlags() flags {
 	flag.IntVar(&f.procsN, "procs-jobs", 5000, "jobs for -procs")
 	flag.BoolVar(&procsFeed, "procs-feed", false, "the -procs worker processes follow the changefeed, as a queue does by default (without it they follow none)")
 	flag.BoolVar(&procsLocal, "procs-local", false, "the -procs worker processes follow the changefeed with Options.LocalEventsOnly, and count their completions by their completed events")
+	flag.IntVar(&procsMasters, "procs-masters", 0, "how many of the -procs worker processes are Queue Masters, as the README advises one or two (0: all, a queue's default)")
 	flag.BoolVar(&procsListen, "procs-listen", false, "the -procs worker processes follow the changefeed and count their completions by their completed events, which makes it the whole feed")
 	flag.StringVar(&f.groups, "groups", "", "also measure each -concurrency level with its jobs spread over groups of a running limit, groups:limit, e.g. 1000:5 (empty: none)")
 	flag.StringVar(&f.cross, "cross", "", "idle worker process counts to measure cross-process add → start at, e.g. 1,8 (empty: none)")
 	flag.IntVar(&f.crossN, "cross-jobs", 200, "jobs added one at a time for -cross")
 	flag.IntVar(&f.burst, "burst", 1000, "jobs of the burst added onto the most -cross workers (0: none)")
 	flag.BoolVar(&shapesWanted, "queries-shapes", false, "with -queries, also time the floor's read returning whole documents, and documents without data and log")
-	flag.BoolVar(&slicesWanted, "queries-slices", false, "with -queries-parts, also try a part read through an index by the id's first character, which it makes on the table (a design's measurement)")
+	flag.BoolVar(&slicesWanted, "queries-slices", false, "with -queries-parts, also try a part read through an index by the id's last character, which it makes on the table (a design's measurement)")
 	flag.StringVar(&f.queryParts, "queries-parts", "", "with -queries, also compare the reads of a worker that reads its part of this many, e.g. 4,8")
 	flag.StringVar(&f.queries, "queries", "", "batch sizes to compare the library's queries with the floor's at, query by query, e.g. 10,50 (empty: none)")
 	flag.StringVar(&scaleDB, "scale-db", "", "a database an earlier -scale run left (see its log): top its table up and keep it")
@@ -357,7 +358,7 @@ func ratio(a, b float64) string {
 // shapesWanted asks -queries to time the floor's read returning documents.
 var shapesWanted bool
 
-// slicesWanted asks -queries-parts to try the part read by the id's first character.
+// slicesWanted asks -queries-parts to try the part read by the id's last character.
 var slicesWanted bool
 
 // tableShards is the number of shards of the tables the measurements make (-shards; 0:
@@ -368,6 +369,9 @@ var tableShards int
 // job events: the worker's feed); procsLocal, the changefeed of Options.LocalEventsOnly;
 // procsListen, the whole changefeed, for a listener of completed events.
 var procsFeed, procsLocal, procsListen bool
+
+// procsMasters is how many of the -procs worker processes are Queue Masters (0: all).
+var procsMasters int
 
 // kindsWanted asks the processing measurements to say how big their queries were.
 var kindsWanted bool

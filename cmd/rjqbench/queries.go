@@ -99,7 +99,7 @@ func floorQueries(q *queue.Queue, s *r.Session, db string) loopQueries {
 
 // floorPartQueries are the floor's queries of a worker that reads its part of the jobs
 // (part.Of above 1), as the floor processes of -procs do: the claim index's head, the
-// ids filtered by their first character.
+// ids filtered by their last character.
 func floorPartQueries(part rdb.Part) func(q *queue.Queue, s *r.Session, db string) loopQueries {
 	return func(_ *queue.Queue, s *r.Session, db string) loopQueries {
 		l := floorQueriesOf(s, db)
@@ -117,7 +117,7 @@ func floorPartQueries(part rdb.Part) func(q *queue.Queue, s *r.Session, db strin
 			l.read = func(ctx context.Context, k int) ([]*job.Job, error) {
 				var ids []string
 				term := read.Between(lo, hi, r.BetweenOpts{Index: rdb.IndexClaim}).OrderBy(r.OrderByOpts{Index: r.Desc(rdb.IndexClaim)}).
-					Filter(func(doc r.Term) r.Term { return r.Expr(chars).Contains(doc.Field("id").Slice(0, 1)) })
+					Filter(func(doc r.Term) r.Term { return r.Expr(chars).Contains(doc.Field("id").Slice(-1)) })
 				err := readAll(ctx, s, term.Limit(k).Field("id"), &ids)
 				jobs := make([]*job.Job, len(ids))
 				for i, id := range ids {
@@ -334,7 +334,7 @@ func floorShapeQueries(without []any, due bool) func(q *queue.Queue, s *r.Sessio
 }
 
 // probeSliceIndex is the index -queries-slices makes to try a worker's part read by the
-// id's first character: the claim index's key behind that character, for waiting and
+// id's last character: the claim index's key behind that character, for waiting and
 // failed jobs. Not one of the library's indexes: a measurement of a design.
 const probeSliceIndex = "rjqProbeSliceDesc"
 
@@ -348,7 +348,7 @@ func sliceQueries(part rdb.Part) func(q *queue.Queue, s *r.Session, db string) l
 		claimKey := rdb.IndexFunc(rdb.IndexClaim)
 		if _, err := table.IndexCreateFunc(probeSliceIndex, func(row r.Term) any {
 			return r.Do(claimKey(row), func(key r.Term) any {
-				return r.Branch(key.Eq(nil), nil, r.Expr([]any{row.Field("id").Slice(0, 1)}).Add(key))
+				return r.Branch(key.Eq(nil), nil, r.Expr([]any{row.Field("id").Slice(-1)}).Add(key))
 			})
 		}).RunWrite(s); err != nil {
 			log.Fatalf("-queries-slices: %v", err)

@@ -114,14 +114,21 @@ type Skip struct {
 // Part is one of Of parts of a table's jobs, by their ids.
 type Part struct{ Index, Of int }
 
-// PartOf is the part, of of, that job id belongs to: by the first character of the id,
-// a hexadecimal digit of a random UUID for every job; an id that does not start with one
+// PartOf is the part, of of, that job id belongs to: by the last character of the id,
+// a hexadecimal digit of a random UUID for every job; an id that does not end with one
 // belongs to none (-1).
+//
+// Not the first: jobs added together share their dates, and the claim index orders them
+// by id, so by their first character. Parts by the first character made each part's jobs
+// a run of the index's head, which the other parts' workers had to read past (a part's
+// window then held few of its own jobs, and its worker filled its read with the others',
+// aiming at their jobs). The last character is independent of that order, so every part
+// has its share of any stretch of the index.
 func PartOf(id string, of int) int {
 	if of < 1 || id == "" {
 		return -1
 	}
-	d := hexDigit(id[0])
+	d := hexDigit(id[len(id)-1])
 	if d < 0 {
 		return -1
 	}
@@ -140,8 +147,8 @@ func hexDigit(c byte) int {
 	return -1
 }
 
-// firstChars are the first characters of the ids of part p (see PartOf).
-func (p Part) firstChars() []any {
+// lastChars are the last characters of the ids of part p (see PartOf).
+func (p Part) lastChars() []any {
 	var out []any
 	for _, c := range []byte("0123456789abcdefABCDEF") {
 		if PartOf(string(c), p.Of) == p.Index {
@@ -245,8 +252,8 @@ func (t *Table) partTerm(n int, skip Skip) r.Term {
 	part := skip.Part
 	skip.Part = Part{}
 	keep := notSkipped(skip)
-	chars := r.Expr(part.firstChars())
-	mine := func(doc r.Term) r.Term { return chars.Contains(doc.Field(docfmt.ID).Slice(0, 1).Default(nil)) }
+	chars := r.Expr(part.lastChars())
+	mine := func(doc r.Term) r.Term { return chars.Contains(doc.Field(docfmt.ID).Slice(-1).Default(nil)) }
 	window := headSize(n) * part.Of
 	enough := n
 	if skip.Enough > 0 && skip.Enough < n {

@@ -16,15 +16,15 @@ import (
 )
 
 // candidateTable is a job table of its own and an insert of a waiting job of a priority,
-// whose id starts with first (which decides its part, rdb.PartOf), due at enable.
-func candidateTable(t *testing.T) (*rdb.Table, func(p job.Priority, first byte, enable time.Time) string) {
+// whose id ends with last (which decides its part, rdb.PartOf), due at enable.
+func candidateTable(t *testing.T) (*rdb.Table, func(p job.Priority, last byte, enable time.Time) string) {
 	db, s := testserver.DB(t), testserver.Session(t)
 	require.NoError(t, dbinit.Assert(context.Background(), dbinit.Target{Session: s, DB: db, Table: "jobs"}))
 	tbl := &rdb.Table{Session: s, DB: db, Name: "jobs", QueueID: "worker:a", LimitJobLogs: 100}
 	created := time.Now().UTC().Add(-time.Minute).Truncate(time.Millisecond)
-	return tbl, func(p job.Priority, first byte, enable time.Time) string {
+	return tbl, func(p job.Priority, last byte, enable time.Time) string {
 		j := job.New(nil, job.Options{Priority: p})
-		j.ID, j.Status = string(first)+j.ID[1:], job.Waiting
+		j.ID, j.Status = j.ID[:len(j.ID)-1]+string(last), job.Waiting
 		// Distinct creation times, in insert order: the index orders by them within a
 		// priority.
 		created = created.Add(time.Millisecond)
