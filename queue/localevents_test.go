@@ -111,11 +111,8 @@ func TestLocalEventsOnlyWorkerActsOnTheFeedAndRaisesItsOwnEvents(t *testing.T) {
 // the listener. A listener of the queue's own events leaves it as it is.
 func TestTheFeedWidensForAListenerOfOtherQueuesEvents(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, &queue.Options{MasterInterval: -1})
 	ctx := testContext(t)
-	other := f.q
-	logs := &lockedBuffer{}
-	watcher := newQueue(t, f, &queue.Options{MasterInterval: -1, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	f, other, watcher, logs := feedWatcher(t)
 	const widened = "changefeed widened"
 
 	own := watcher.Events(ctx, queue.EventIdle, queue.EventPaused)
@@ -149,11 +146,8 @@ func TestTheFeedWidensForAListenerOfOtherQueuesEvents(t *testing.T) {
 // widens it again.
 func TestTheFeedNarrowsAgainWhenItsListenersHaveGone(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, &queue.Options{MasterInterval: -1})
 	ctx := testContext(t)
-	other := f.q
-	logs := &lockedBuffer{}
-	watcher := newQueue(t, f, &queue.Options{MasterInterval: -1, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	_, other, watcher, logs := feedWatcher(t)
 	queue.SetNarrowAfter(watcher, 100*time.Millisecond)
 	const widened, narrowed = "changefeed widened", "changefeed narrowed"
 	count := func(s string) int { return strings.Count(logs.String(), s) }
@@ -192,4 +186,13 @@ func TestTheFeedNarrowsAgainWhenItsListenersHaveGone(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, waitFor(t, cancelled, queue.EventCancelled, later[0].ID).Local)
 	assert.Equal(t, 1, count(narrowed))
+}
+
+// feedWatcher is a fixture whose queue (other) makes changes, and a second queue on its
+// table (watcher) whose log lines go to logs, where its feed's switches are told.
+func feedWatcher(t *testing.T) (f fixture, other, watcher *queue.Queue, logs *lockedBuffer) {
+	f = newFixture(t, &queue.Options{MasterInterval: -1})
+	logs = &lockedBuffer{}
+	watcher = newQueue(t, f, &queue.Options{MasterInterval: -1, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	return f, f.q, watcher, logs
 }
