@@ -25,8 +25,8 @@ const removalMemory = time.Minute
 // table and indexes that a restarted server may have lost; once it is back, the queue
 // claims again and catches up with the State Document, since changes made meanwhile are
 // lost. It opens the worker's feed or the whole one as feedWidth says, and reopens it
-// with the other width, at once, when feedWidth switches it. first receives the outcome of the first
-// subscription, which Ready waits for.
+// with the other width, at once, when feedWidth switches it. first receives the outcome
+// of the first subscription, which Ready waits for.
 func (q *Queue) follow(ctx context.Context, first chan<- error) {
 	defer q.width.stop()
 	backoff := time.Duration(0)

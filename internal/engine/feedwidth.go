@@ -46,6 +46,8 @@ type feedWidth struct {
 	// fired after a listener came (and perhaps went again) from the current one.
 	narrowing *time.Timer
 	gen       int
+	// stopped is set once the queue's feed has stopped for good: no narrowing is due.
+	stopped bool
 }
 
 // begin is called by the follow loop before it opens a feed, which cancel ends; it
@@ -125,7 +127,7 @@ func (w *feedWidth) leave(after time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.listeners--
-	if w.listeners > 0 {
+	if w.listeners > 0 || w.stopped {
 		return
 	}
 	gen := w.gen
@@ -150,6 +152,7 @@ func (w *feedWidth) stop() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.gen++
+	w.stopped = true
 	if w.narrowing != nil {
 		w.narrowing.Stop()
 		w.narrowing = nil

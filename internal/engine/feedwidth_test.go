@@ -127,6 +127,11 @@ func TestFeedNarrowsAfterItsLastListener(t *testing.T) {
 	w.opened()
 	assert.NotNil(t, w.widen(), "the next listener widens it again")
 	assert.Equal(t, 4, endings())
+
+	// Once the feed has stopped for good, a listener that goes sets no timer.
+	w.stop()
+	w.leave(time.Millisecond)
+	assert.Nil(t, w.narrowing)
 }
 
 // WidenFeed does nothing for a queue that raises its own events only, or has no feed.
