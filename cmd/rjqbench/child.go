@@ -48,10 +48,8 @@ func childMain(mode, addr, db string, concurrency int, part string, childCount b
 	say := sayer(os.Stdout)
 	feed := procsFeed || procsLocal || procsListen
 	opts := queue.Options{Concurrency: concurrency, NoChangeFeed: mode == "process" && !feed, LocalEventsOnly: mode == "process" && procsLocal}
-	if index, _, ok := strings.Cut(part, "/"); ok && mode == "process" && procsMasters > 0 {
-		if i, err := strconv.Atoi(index); err == nil && i >= procsMasters {
-			opts.MasterInterval = -1
-		}
+	if index, _, err := childPart(part); err == nil && mode == "process" && procsMasters > 0 && index >= procsMasters {
+		opts.MasterInterval = -1
 	}
 	var ran runCounter
 	if mode == "process" && !procsListen && !procsLocal {
@@ -160,12 +158,18 @@ func sayer(w io.Writer) func(format string, args ...any) {
 	}
 }
 
+// childPart reads a child's -child-part, "index/of": which of how many children it is.
+func childPart(part string) (index, of int, err error) {
+	_, err = fmt.Sscanf(part, "%d/%d", &index, &of)
+	return index, of, err
+}
+
 // floorChild runs the floor loop with batch k over the part ("index/of") of the jobs
 // whose ids rdb.PartOf puts there, until none is left, then reports like a "process"
 // child.
 func floorChild(ctx context.Context, addr, db string, k int, part string) {
-	var index, of int
-	if _, err := fmt.Sscanf(part, "%d/%d", &index, &of); err != nil {
+	index, of, err := childPart(part)
+	if err != nil {
 		log.Fatalf("child: part %q: %v", part, err)
 	}
 	var lastChars []any
