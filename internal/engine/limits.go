@@ -93,18 +93,14 @@ func (q *Queue) Limits(ctx context.Context) (map[string]Limit, error) {
 	return out, nil
 }
 
-// limitings reads the table's limits as the processor applies them. A limit that cannot
-// be read or is not valid (written by hand) is ignored and logged.
-func (q *Queue) limitings(ctx context.Context) (processor.Limitings, error) {
-	stored, groups, bad, err := q.db.Limits(ctx)
-	if err != nil {
-		return processor.Limitings{}, err
-	}
-	for _, err := range bad {
+// limitings makes the table's limits what the processor applies. A limit that cannot be
+// read or is not valid (written by hand) is ignored and logged.
+func (q *Queue) limitings(set rdb.LimitSet) processor.Limitings {
+	for _, err := range set.Bad {
 		q.log.Warn("a stored limit cannot be read and is ignored", "err", err)
 	}
-	out := make(map[string]processor.Limiting, len(stored))
-	for _, s := range stored {
+	out := make(map[string]processor.Limiting, len(set.Names))
+	for _, s := range set.Names {
 		parsed, err := parseLimit(s.Name, limitOf(s))
 		if err != nil {
 			q.log.Warn("a stored limit is not valid and is ignored", "name", s.Name, "err", err)
@@ -116,7 +112,7 @@ func (q *Queue) limitings(ctx context.Context) (processor.Limitings, error) {
 		}
 		out[s.Name] = l
 	}
-	return processor.Limitings{Names: out, Groups: groups}, nil
+	return processor.Limitings{Names: out, Groups: set.Groups}
 }
 
 func limitOf(s rdb.StoredLimit) Limit {
@@ -220,18 +216,18 @@ func (q *Queue) readLimits(ctx context.Context) (stored []rdb.StoredLimit, group
 		return nil, nil, err
 	}
 	defer end()
-	var bad []error
+	var set rdb.LimitSet
 	err = q.onSide(ctx, rdb.LimitsSuffix, func() (err error) {
-		stored, groups, bad, err = q.db.Limits(ctx)
+		set, err = q.db.Limits(ctx)
 		return err
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("queue %s: list limits: %w", q.cfg.Name, err)
 	}
-	for _, err := range bad {
+	for _, err := range set.Bad {
 		q.log.Warn("a stored limit cannot be read and is ignored", "err", err)
 	}
-	return stored, groups, nil
+	return set.Names, set.Groups, nil
 }
 
 // maxGroupRead bounds the unfinished jobs GroupCounts reads: on RethinkDB 2.4.4, about

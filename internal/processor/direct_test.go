@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -36,15 +37,15 @@ func TestReserveOnlyWhenTheQueueKnowsOfNothingToClaim(t *testing.T) {
 		}},
 		{name: "paused", feed: true, n: 1, setup: func(h *harness) { h.p.cfg.Claiming = func() bool { return false } }},
 		{name: "a job name has a limit", feed: true, n: 1, setup: func(h *harness) {
-			h.p.cfg.Limits = func(context.Context) (Limitings, error) {
-				return Limitings{Names: map[string]Limiting{"mail": {Starts: 1}}}, nil
+			h.p.cfg.Limits = func(rdb.LimitSet) Limitings {
+				return Limitings{Names: map[string]Limiting{"mail": {Starts: 1}}}
 			}
 			h.p.prod.limitsChanged()
 			h.p.prod.round()
 		}},
 		{name: "a group has a limit", feed: true, n: 1, setup: func(h *harness) {
-			h.p.cfg.Limits = func(context.Context) (Limitings, error) {
-				return Limitings{Groups: map[string]int{"": 3}}, nil
+			h.p.cfg.Limits = func(rdb.LimitSet) Limitings {
+				return Limitings{Groups: map[string]int{"": 3}}
 			}
 			h.p.prod.limitsChanged()
 			h.p.prod.round()

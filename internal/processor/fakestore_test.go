@@ -22,6 +22,14 @@ type fakeStore struct {
 	// takenElsewhere makes every claim miss, as if another queue always came first.
 	takenElsewhere bool
 	workers        []string
+	// limits is the limits table; limitReads and beatLimitReads count its reads alone
+	// and with a beat.
+	limits                     rdb.LimitSet
+	limitReads, beatLimitReads int
+	// failBeatLimits is how many more beats that ask for the limits fail.
+	failBeatLimits int
+	// entries counts the worker entries written.
+	entries int
 
 	reads   int // ReadCandidates calls
 	claims  int // Claim calls
@@ -269,12 +277,32 @@ func (s *fakeStore) RenewLeases(context.Context, map[string]int, time.Duration) 
 
 func (s *fakeStore) DeleteWorker(context.Context) error { return nil }
 
-func (s *fakeStore) PutWorker(context.Context, time.Time, int, int, time.Duration) ([]rdb.WorkerEntry, error) {
+func (s *fakeStore) PutWorker(_ context.Context, w rdb.WorkerBeat) (rdb.Beat, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	out := make([]rdb.WorkerEntry, len(s.workers))
 	for i, w := range s.workers {
 		out[i] = rdb.WorkerEntry{QueueID: w}
 	}
-	return out, nil
+	if w.Limits && s.failBeatLimits > 0 {
+		s.failBeatLimits--
+		return rdb.Beat{}, errors.New("limits table unavailable")
+	}
+	s.entries++
+	b := rdb.Beat{Workers: out}
+	if w.Limits {
+		s.beatLimitReads++
+		set := s.limits
+		b.Limits = &set
+	}
+	return b, nil
+}
+
+func (s *fakeStore) Limits(context.Context) (rdb.LimitSet, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.limitReads++
+	return s.limits, nil
 }
 
 func (s *fakeStore) counts() (reads, claims int) {

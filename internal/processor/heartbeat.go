@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 )
 
 // With heartbeats on, a running job's lease lasts Heartbeat plus a margin from each
@@ -55,7 +57,7 @@ func (p *Processor) heartbeat() {
 }
 
 // beat renews the leases of the running jobs that are still their run's, in one query,
-// writes the worker entry and reads the live workers (one query).
+// writes the worker entry and reads the live workers and the limits (one query).
 func (p *Processor) beat(started time.Time) (err error) {
 	// A beat that hangs is given up before the leases it renews end.
 	ctx, cancel := context.WithTimeout(p.hard, max(p.cfg.Heartbeat/4, minWriteTimeout))
@@ -85,12 +87,25 @@ func (p *Processor) beat(started time.Time) (err error) {
 			rn.leaseEnd.Store(now.Add(lease).UnixNano())
 		}
 	}
-	workers, err := p.cfg.Store.PutWorker(ctx, started, p.exec.count(), p.cfg.Concurrency(), p.cfg.Heartbeat)
+	w := rdb.WorkerBeat{Started: started, Running: p.exec.count(), Concurrency: p.cfg.Concurrency(),
+		Heartbeat: p.cfg.Heartbeat, Limits: p.cfg.Limits != nil}
+	asked := time.Now()
+	b, err := p.cfg.Store.PutWorker(ctx, w)
+	if err != nil && w.Limits && ctx.Err() == nil {
+		// The limits table may be what failed (unavailable for a moment): the entry and
+		// the peers matter more, and the producer reads the limits itself when no beat
+		// has for a while.
+		w.Limits = false
+		b, err = p.cfg.Store.PutWorker(ctx, w)
+	}
 	if err != nil {
 		return fmt.Errorf("worker entry: %w", err)
 	}
-	peers := make([]string, len(workers))
-	for i, w := range workers {
+	if b.Limits != nil {
+		p.prod.beatLimits(*b.Limits, asked)
+	}
+	peers := make([]string, len(b.Workers))
+	for i, w := range b.Workers {
 		peers[i] = w.QueueID
 	}
 	p.prod.setPeers(peers)

@@ -11,7 +11,9 @@ import (
 )
 
 // limitsRefresh is how often the producer reads the limits again: how long a limit set
-// by another process takes to apply here, for one small read.
+// by another process takes to apply here, for one small read. With heartbeats on, each
+// beat reads them in its own query (every Heartbeat/4, 2.5 s by default), and the
+// producer reads them itself only when no beat has for limitsRefresh.
 const limitsRefresh = 5 * time.Second
 
 // limiter is the producer's view of the table's limits. Only the producer's goroutine
@@ -37,6 +39,10 @@ type limiter struct {
 	// freed are the keys whose slots runs of this processor gave back since the last
 	// claim (under mu).
 	freed []string
+	// beat holds the limits the last beat read, and beatAt when it asked, until the
+	// producer takes them (under mu).
+	beat   *Limitings
+	beatAt time.Time
 }
 
 // limitsChanged makes the producer read the limits again before its next claim.
@@ -47,31 +53,53 @@ func (p *producer) limitsChanged() {
 	p.wake(true)
 }
 
-// refreshLimits reads the limits when limitsRefresh has passed or they changed here; a
-// failed read keeps the limits known.
+// beatLimits hands the limits a beat asked for at to the producer, which applies them
+// before its next claim.
+func (p *producer) beatLimits(set rdb.LimitSet, at time.Time) {
+	if p.p.cfg.Limits == nil {
+		return
+	}
+	lims := p.p.cfg.Limits(set)
+	p.lim.mu.Lock()
+	p.lim.beat, p.lim.beatAt = &lims, at
+	p.lim.mu.Unlock()
+}
+
+// refreshLimits applies the limits a beat read since, and reads them itself when
+// limitsRefresh has passed without or they changed here; a failed read keeps the limits
+// known.
 func (p *producer) refreshLimits(ctx context.Context, now time.Time) {
 	l := &p.lim
-	l.mu.Lock()
-	due := l.stale || now.Sub(l.read) >= limitsRefresh
-	l.stale = false
-	l.mu.Unlock()
 	if p.p.cfg.Limits == nil {
 		l.mu.Lock()
 		l.none = true
 		l.mu.Unlock()
 		return
 	}
+	l.mu.Lock()
+	beat, beatAt := l.beat, l.beatAt
+	l.beat = nil
+	stale := l.stale
+	l.stale = false
+	// A beat's read may have begun before a limit set here: a change here is read again.
+	if beat != nil && !stale && beatAt.After(l.read) {
+		l.read = beatAt
+		l.limits, l.groups, l.none = beat.Names, beat.Groups, len(beat.Names) == 0 && len(beat.Groups) == 0
+	}
+	due := stale || now.Sub(l.read) >= limitsRefresh
+	l.mu.Unlock()
 	if !due {
 		return
 	}
 	l.read = now // after a failure too: the next try is limitsRefresh later
-	limits, err := p.p.cfg.Limits(ctx)
+	set, err := p.p.cfg.Store.Limits(ctx)
 	if err != nil {
 		p.p.cfg.Log.Warn("reading the limits failed; the known ones stay", "err", err)
 		return
 	}
+	lims := p.p.cfg.Limits(set)
 	l.mu.Lock()
-	l.limits, l.groups, l.none = limits.Names, limits.Groups, len(limits.Names) == 0 && len(limits.Groups) == 0
+	l.limits, l.groups, l.none = lims.Names, lims.Groups, len(lims.Names) == 0 && len(lims.Groups) == 0
 	l.mu.Unlock()
 }
 

@@ -73,8 +73,10 @@ type Store interface {
 	TakeTokens(ctx context.Context, name string, want int) (int, time.Duration, error)
 	ReturnTokens(ctx context.Context, name string, n int) error
 	RenewLeases(ctx context.Context, running map[string]int, lease time.Duration) error
-	// PutWorker writes the queue's worker entry and returns the live ones.
-	PutWorker(ctx context.Context, started time.Time, running, concurrency int, heartbeat time.Duration) ([]rdb.WorkerEntry, error)
+	// PutWorker writes the queue's worker entry and returns the live ones, and the
+	// limits when asked.
+	PutWorker(ctx context.Context, w rdb.WorkerBeat) (rdb.Beat, error)
+	Limits(ctx context.Context) (rdb.LimitSet, error)
 	DeleteWorker(ctx context.Context) error
 	Expire(ctx context.Context, ids []string, now time.Time) ([]string, error)
 	TakeSlots(ctx context.Context, takes []rdb.SlotTake) (rdb.Slots, error)
@@ -142,8 +144,9 @@ type Config struct {
 	RetryDelay rdb.CustomDelay
 	// RemoveFinished removes jobs as soon as their outcome finishes them.
 	RemoveFinished bool
-	// Limits reads the table's limits.
-	Limits func(ctx context.Context) (Limitings, error)
+	// Limits makes the table's limits, as Store.Limits and a beat read them, what the
+	// producer applies (nil: the queue applies no limits).
+	Limits func(set rdb.LimitSet) Limitings
 	// Children, when set, returns the children that the job of a completed run lists
 	// (job.SetDependsOn), for its outcome's write to release and claim when the queue is
 	// idle with a slot free for each (rdb.Table.FinishRelease); nil when there are none

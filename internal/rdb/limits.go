@@ -60,34 +60,52 @@ func (t *Table) DeleteLimit(ctx context.Context, name string) (bool, error) {
 	return t.deleteSide(ctx, LimitsSuffix, name)
 }
 
-// Limits reads every limit: by name, and the running limits of groups. A document that is
-// not a limit (written by hand, say) is left out and reported in bad, so that it cannot
-// switch off the others.
-func (t *Table) Limits(ctx context.Context) (limits []StoredLimit, groups map[string]int, bad []error, err error) {
+// LimitSet is the limits table as Limits reads it.
+type LimitSet struct {
+	// Names are the limits by job name, by name.
+	Names []StoredLimit
+	// Groups are the running limits of groups ("": the default).
+	Groups map[string]int
+	// Bad are the documents that are not limits (written by hand, say), left out so that
+	// they cannot switch off the others.
+	Bad []error
+}
+
+// Limits reads every limit: by name, and the running limits of groups. A queue without a
+// limits table has none.
+func (t *Table) Limits(ctx context.Context) (LimitSet, error) {
 	var docs []map[string]any
 	tbl := t.Side(LimitsSuffix)
-	if err := t.readSide(ctx, tbl, tbl.OrderBy("id"), &docs); err != nil {
-		return nil, nil, nil, err
+	if err := t.readSide(ctx, tbl, limitDocs(tbl), &docs); err != nil {
+		return LimitSet{}, err
 	}
-	groups = make(map[string]int)
+	return limitSet(docs), nil
+}
+
+// limitDocs reads the documents of the limits table tbl, by id.
+func limitDocs(tbl r.Term) r.Term { return tbl.OrderBy("id") }
+
+// limitSet reads the documents of a limits table.
+func limitSet(docs []map[string]any) LimitSet {
+	set := LimitSet{Groups: make(map[string]int)}
 	for _, doc := range docs {
 		if id, _ := doc["id"].(string); strings.HasPrefix(id, GroupLimitPrefix) {
 			n, ok := docfmt.Number(doc["running"])
 			if !ok || n != math.Trunc(n) || n < 0 {
-				bad = append(bad, fmt.Errorf("group limit document %q: want running as a whole number, not negative", id))
+				set.Bad = append(set.Bad, fmt.Errorf("group limit document %q: want running as a whole number, not negative", id))
 				continue
 			}
-			groups[strings.TrimPrefix(id, GroupLimitPrefix)] = int(n)
+			set.Groups[strings.TrimPrefix(id, GroupLimitPrefix)] = int(n)
 			continue
 		}
 		l, err := limitFrom(doc)
 		if err != nil {
-			bad = append(bad, err)
+			set.Bad = append(set.Bad, err)
 			continue
 		}
-		limits = append(limits, l)
+		set.Names = append(set.Names, l)
 	}
-	return limits, groups, bad, nil
+	return set
 }
 
 // limitFrom reads a limit document; the bucket's level and time are the server's business.

@@ -167,24 +167,60 @@ type WorkerEntry struct {
 	Concurrency int       `rethinkdb:"concurrency"`
 }
 
+// WorkerBeat is what a beat writes to the workers table: the queue's entry.
+type WorkerBeat struct {
+	Started     time.Time
+	Running     int
+	Concurrency int
+	Heartbeat   time.Duration
+	// Limits asks for the table's limits too, in the same query (see Beat.Limits).
+	Limits bool
+}
+
+// Beat is what a beat's query returns.
+type Beat struct {
+	// Workers are the live entries, by queue id, this queue's among them.
+	Workers []WorkerEntry
+	// Limits are the table's limits, as Limits reads them, when the beat asked for them
+	// (none when the queue has no limits table).
+	Limits *LimitSet
+}
+
 // PutWorker writes this queue's worker entry, seen now by the server's clock, and returns
-// the live entries (as Workers does), in one query: a busy worker beats every few seconds,
-// and the query count of several worker processes is what they add up to. Soft
-// durability: the entry is rewritten every few seconds, and losing one costs nothing.
-func (t *Table) PutWorker(ctx context.Context, started time.Time, running, concurrency int, heartbeat time.Duration) ([]WorkerEntry, error) {
+// the live entries (as Workers does) and, when w.Limits, the limits (as Limits does), in
+// one query: a busy worker beats every few seconds and reads the limits as often, and the
+// query count of several worker processes is what they add up to. Soft durability: the
+// entry is rewritten every few seconds, and losing one costs nothing.
+func (t *Table) PutWorker(ctx context.Context, w WorkerBeat) (Beat, error) {
 	entry := map[string]any{
-		"id": t.QueueID, "started": started, "lastSeen": r.Now(), "running": running,
-		"concurrency": concurrency, "heartbeat": heartbeat.Milliseconds(),
+		"id": t.QueueID, "started": w.Started, "lastSeen": r.Now(), "running": w.Running,
+		"concurrency": w.Concurrency, "heartbeat": w.Heartbeat.Milliseconds(),
 	}
 	tbl := t.Side(WorkersSuffix)
-	put := tbl.Insert(entry, r.InsertOpts{Conflict: "replace", Durability: "soft"}).Do(func(res r.Term) r.Term {
-		return r.Branch(res.Field("errors").Eq(0), liveWorkers(tbl), r.Error(res.Field("first_error")))
-	})
-	var out []WorkerEntry
-	if err := t.writeAll(ctx, put, &out); err != nil {
-		return nil, err
+	// An object's values must be arrays, not selections.
+	read := map[string]any{"workers": liveWorkers(tbl).CoerceTo("array")}
+	if w.Limits {
+		// Most queues have no limits table; a missing one reads as no limits, here as in
+		// Limits, rather than failing the beat.
+		read["limits"] = r.Branch(r.DB(t.DB).TableList().Contains(t.Name+LimitsSuffix),
+			limitDocs(t.Side(LimitsSuffix)).CoerceTo("array"), r.Expr([]any{}))
 	}
-	return out, nil
+	put := tbl.Insert(entry, r.InsertOpts{Conflict: "replace", Durability: "soft"}).Do(func(res r.Term) r.Term {
+		return r.Branch(res.Field("errors").Eq(0), read, r.Error(res.Field("first_error")))
+	})
+	var out struct {
+		Workers []WorkerEntry    `rethinkdb:"workers"`
+		Limits  []map[string]any `rethinkdb:"limits"`
+	}
+	if err := t.WriteOne(ctx, put, &out); err != nil {
+		return Beat{}, err
+	}
+	b := Beat{Workers: out.Workers}
+	if w.Limits {
+		set := limitSet(out.Limits)
+		b.Limits = &set
+	}
+	return b, nil
 }
 
 // liveWorkers are the entries of a workers table that are not stale, by queue id.
