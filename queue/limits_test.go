@@ -191,3 +191,38 @@ func TestHandWrittenLimitDocuments(t *testing.T) {
 		"two mails at most: the hand-written bucket was full")
 	assert.Len(t, rec.of("mail"), 2)
 }
+
+// A processing queue reads the limits in its beats' query: while beats come it sends no
+// read of the limits of its own (it did every 5 s), so the periodic queries of N worker
+// processes are their beats (issue 34). A limit set by another queue meanwhile applies.
+func TestTheBeatsBringTheLimits(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &queue.Options{MasterInterval: -1})
+	ctx := testContext(t)
+	require.NoError(t, f.q.SetLimit(ctx, "mail", queue.Limit{Running: 5}))
+	w, proxy := faultyQueue(t, f, &queue.Options{MasterInterval: -1, Heartbeat: time.Second, DatabaseInitDelay: -1})
+	limitsQueries := proxy.Tally(f.q.Name() + "_limits")
+	beats := proxy.Tally(f.q.Name()+"_limits", f.q.Name()+"_workers")
+	require.NoError(t, w.Process(func(context.Context, *job.Job) (any, error) { return nil, nil }))
+
+	// Past the first beats and the producer's first look; then for more than 5 s.
+	require.Eventually(t, func() bool { return beats.Count() >= 4 }, 10*time.Second, 20*time.Millisecond)
+	proxy.Reset()
+	<-time.After(6 * time.Second)
+	assert.GreaterOrEqual(t, beats.Count(), uint64(15), "a beat every 250 ms")
+	assert.Equal(t, beats.Count(), limitsQueries.Count(), "no read of the limits but the beats'")
+
+	// A limit set elsewhere is seen by the next beat: its jobs are held back.
+	now := time.Now().UTC()
+	closed := &queue.Window{From: now.Add(2 * time.Hour).Format("15:04"), To: now.Add(3 * time.Hour).Format("15:04")}
+	require.NoError(t, f.q.SetLimit(ctx, "mail", queue.Limit{Window: closed}))
+	after := beats.Count()
+	require.Eventually(t, func() bool { return beats.Count() >= after+2 }, 10*time.Second, 20*time.Millisecond,
+		"a beat that began after the limit was set")
+	events := w.Events(ctx, queue.EventCompleted)
+	added, err := f.q.AddJob(ctx, f.q.CreateJob(nil).SetName("mail"), f.q.CreateJob(nil).SetName("report"))
+	require.NoError(t, err)
+	waitFor(t, events, queue.EventCompleted, added[1].ID)
+	assert.Equal(t, job.Waiting, f.get(t, added[0].ID).Status, "outside its window")
+	assert.Equal(t, beats.Count(), limitsQueries.Count(), "no read of the limits but the beats'")
+}
