@@ -84,6 +84,7 @@ func parseFlags() flags {
 	flag.StringVar(&f.serverPIDs, "server-pid", "", "the server's pid, to report its CPU per job (Linux /proc); a cluster's: its servers' pids, separated by commas")
 	flag.StringVar(&f.procs, "procs", "", "also measure these numbers of worker processes of concurrency 50 on one queue, e.g. 1,2,4,8, each beside as many floor processes with -floor (empty: none)")
 	flag.IntVar(&f.procsN, "procs-jobs", 5000, "jobs for -procs")
+	flag.IntVar(&procsFinished, "procs-finished", 0, "with -procs, fill each table with this many finished jobs first (say 1000000; the library's and the floor's tables alike)")
 	flag.BoolVar(&procsFeed, "procs-feed", false, "the -procs worker processes follow the changefeed, as a queue does by default (without it they follow none)")
 	flag.BoolVar(&procsLocal, "procs-local", false, "the -procs worker processes follow the changefeed with Options.LocalEventsOnly, and count their completions by their completed events")
 	flag.IntVar(&procsMasters, "procs-masters", 0, "how many of the -procs worker processes are Queue Masters, as the README advises one or two (0: all, a queue's default)")
@@ -372,6 +373,10 @@ var procsFeed, procsLocal, procsListen bool
 
 // procsMasters is how many of the -procs worker processes are Queue Masters (0: all).
 var procsMasters int
+
+// procsFinished is how many finished jobs (in the Node format, as a table that has been
+// in use for a month holds) each -procs table gets before its jobs are processed.
+var procsFinished int
 
 // kindsWanted asks the processing measurements to say how big their queries were.
 var kindsWanted bool
@@ -672,6 +677,9 @@ func (b bench) procsRows(procs, n int, one levelResult) {
 		feed = ", whole changefeed (a listener of completed events)"
 	case procsFeed:
 		feed = ", changefeed on, no listener"
+	}
+	if procsFinished > 0 {
+		feed += fmt.Sprintf(", beside %d finished", procsFinished)
 	}
 	fmt.Printf("| %d processes × concurrency 50 (N=%d%s), jobs/s | %.0f | %.2f%s | | | %s | %s | |\n", procs, n, feed, res.jobsPerSec, res.queriesPerJob, floorCells, perJob(res.cpu, res.jobs), perJob(floor.cpu, floor.jobs))
 	if one.lib.jobsPerSec > 0 {

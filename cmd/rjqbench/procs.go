@@ -35,6 +35,12 @@ func procsRun(ctx context.Context, addr, mode string, procs, concurrency, n int,
 	if err := addWithLibrary(ctx, addr, db, n); err != nil {
 		return result{}, err
 	}
+	if err := fillFinished(ctx, addr, db, 0, procsFinished); err != nil {
+		return result{}, fmt.Errorf("fill %d finished: %w", procsFinished, err)
+	}
+	if procsFinished > 0 {
+		cpu.settleWithin(5 * time.Minute) // the fill's writes reach the disk
+	}
 	children, err := startChildren(procs, mode, addr, db, concurrency, count)
 	finished := false
 	defer func() {
