@@ -96,9 +96,7 @@ func (q *Queue) Limits(ctx context.Context) (map[string]Limit, error) {
 // limitings makes the table's limits what the processor applies. A limit that cannot be
 // read or is not valid (written by hand) is ignored and logged.
 func (q *Queue) limitings(set rdb.LimitSet) processor.Limitings {
-	for _, err := range set.Bad {
-		q.log.Warn("a stored limit cannot be read and is ignored", "err", err)
-	}
+	q.warnBadLimits(set)
 	out := make(map[string]processor.Limiting, len(set.Names))
 	for _, s := range set.Names {
 		parsed, err := parseLimit(s.Name, limitOf(s))
@@ -113,6 +111,14 @@ func (q *Queue) limitings(set rdb.LimitSet) processor.Limitings {
 		out[s.Name] = l
 	}
 	return processor.Limitings{Names: out, Groups: set.Groups}
+}
+
+// warnBadLimits logs the documents of the limits table that are not limits (written by
+// hand), which are ignored.
+func (q *Queue) warnBadLimits(set rdb.LimitSet) {
+	for _, err := range set.Bad {
+		q.log.Warn("a stored limit cannot be read and is ignored", "err", err)
+	}
 }
 
 func limitOf(s rdb.StoredLimit) Limit {
@@ -224,9 +230,7 @@ func (q *Queue) readLimits(ctx context.Context) (stored []rdb.StoredLimit, group
 	if err != nil {
 		return nil, nil, fmt.Errorf("queue %s: list limits: %w", q.cfg.Name, err)
 	}
-	for _, err := range set.Bad {
-		q.log.Warn("a stored limit cannot be read and is ignored", "err", err)
-	}
+	q.warnBadLimits(set)
 	return set.Names, set.Groups, nil
 }
 
