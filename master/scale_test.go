@@ -117,3 +117,71 @@ func TestTallyCountsFinishedJobsAndRetentionTakesThemOff(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, [3]int{4, 0, 7}, [3]int{tally.Completed, tally.Cancelled, tally.Terminated}, "what retention removed is taken off")
 }
+
+// One Master counts the tally at a time: masters that start together add each job once,
+// one that finds the tally moved by another Master just now leaves it to that one, and
+// one takes over a tally its Master stopped moving.
+func TestOneMasterCountsTheTally(t *testing.T) {
+	f := newFixture(t)
+	f.insertFinished(t, 20, job.Completed, time.Now().Add(-time.Hour))
+	a := f.target(master.Retention{Keep: true})
+	b, c := a, a
+	b.QueueID, c.QueueID = "master:b", "master:c"
+	ctx := context.Background()
+	tbl := &rdb.Table{Session: f.session, DB: f.db, Name: "jobs", QueueID: "test"}
+
+	var wg sync.WaitGroup
+	for _, tg := range []master.Target{a, b, c} {
+		wg.Go(func() { assert.NoError(t, master.AdvanceTally(ctx, tg)) })
+	}
+	wg.Wait()
+	tally, err := tbl.ReadTally(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 20, tally.Completed, "masters started together count each job once")
+	assert.Contains(t, []string{a.QueueID, b.QueueID, c.QueueID}, tally.By)
+	assert.True(t, tally.Moved >= 0 && tally.Moved < 10*time.Second, "moved just now, by the server's clock: %v", tally.Moved)
+
+	// Another Master leaves a tally moved just now to the one that moved it.
+	counting := a
+	other := b
+	if tally.By == b.QueueID {
+		other = a
+	}
+	for _, tg := range []master.Target{a, b, c} {
+		if tg.QueueID == tally.By {
+			counting = tg
+		}
+	}
+	f.insertFinished(t, 3, job.Completed, tally.AsOf.Add(time.Millisecond))
+	require.NoError(t, master.AdvanceTally(ctx, other))
+	again, err := tbl.ReadTally(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, [2]any{20, tally.AsOf}, [2]any{again.Completed, again.AsOf}, "left to the Master counting it")
+
+	// The Master counting it goes on.
+	require.NoError(t, master.AdvanceTally(ctx, counting))
+	again, err = tbl.ReadTally(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 23, again.Completed)
+
+	// A tally its Master stopped moving a minute ago is taken over.
+	f.insertFinished(t, 2, job.Completed, again.AsOf.Add(time.Millisecond))
+	_, err = r.DB(f.db).Table("jobs" + rdb.StatsSuffix).Get("finished").Update(map[string]any{"movedAt": r.Now().Sub(60)}).RunWrite(f.session)
+	require.NoError(t, err)
+	require.NoError(t, master.AdvanceTally(ctx, other))
+	again, err = tbl.ReadTally(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, [2]any{25, other.QueueID}, [2]any{again.Completed, again.By}, "taken over")
+
+	// A tally that says nothing of when it moved (an earlier version's) is not held.
+	_, err = r.DB(f.db).Table("jobs" + rdb.StatsSuffix).Get("finished").Replace(func(d r.Term) r.Term { return d.Without("movedAt") }).RunWrite(f.session)
+	require.NoError(t, err)
+	tally, err = tbl.ReadTally(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, time.Duration(-1), tally.Moved)
+	f.insertFinished(t, 1, job.Completed, tally.AsOf.Add(time.Millisecond))
+	require.NoError(t, master.AdvanceTally(ctx, counting))
+	again, err = tbl.ReadTally(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 26, again.Completed)
+}

@@ -14,6 +14,14 @@ import (
 // takes a few hundred steps (50 s on RethinkDB 2.4.4), and a busy queue's tally a step
 // every TallyEvery. Steps pause as slices of retention do, so that counting never
 // starves processing.
+//
+// One Master counts at a time. Several that start together count the first step alike;
+// the step's compare-and-set lets one add its counts, and the others end their pass
+// there. A Master whose pass finds the tally moved by another within tallyHeld leaves it
+// to that one, and takes over once it stops (a Master stopped or dead). Each Master
+// counting every step, and losing all but one compare-and-set, cost the server a count
+// per Master: measured on RethinkDB 2.4.4 with 4 Masters on a table of 10⁶ finished
+// jobs, the first tally took 3m30s of server CPU against 2m20s with one.
 const (
 	// TallyEvery is how often a Queue Master brings the tally up to date.
 	TallyEvery = 10 * time.Second
@@ -29,12 +37,21 @@ const (
 	// tallyLogEvery, and when it is done.
 	catchUp       = time.Hour
 	tallyLogEvery = 10 * time.Second
+	// tallyHeld is how long a tally another Master moved is left to it.
+	tallyHeld = 3 * TallyEvery
 )
+
+// heldElsewhere tells whether another queue's Master moved the tally within tallyHeld,
+// by the server's clock, and so is counting it.
+func heldElsewhere(tl rdb.Tally, queueID string) bool {
+	return tl.Found && tl.By != queueID && tl.Moved >= 0 && tl.Moved < tallyHeld
+}
 
 // AdvanceTally brings the tally of t's finished jobs up to tallyMargin before now,
 // starting one if there is none and the table has reached t.TallyFrom jobs. Several
 // masters may run it at once: each step is a compare-and-set, and one that lost to
-// another master's goes on from where that one left the tally.
+// another master's ends its pass, as does one that finds the tally moved by another
+// within tallyHeld: that one is counting it.
 func AdvanceTally(ctx context.Context, t Target) error {
 	tbl := t.table()
 	tl, err := tbl.ReadTally(ctx)
@@ -64,6 +81,9 @@ func AdvanceTally(ctx context.Context, t Target) error {
 			return err
 		}
 	}
+	if heldElsewhere(tl, t.QueueID) {
+		return nil
+	}
 	step := firstStep
 	// The target is fixed at the start: chasing the clock, the steps would never end.
 	upTo := time.Now().Add(-tallyMargin).Truncate(time.Millisecond)
@@ -83,8 +103,13 @@ func AdvanceTally(ctx context.Context, t Target) error {
 		if err != nil {
 			return err
 		}
-		if _, err := tbl.AdvanceTally(ctx, tl.AsOf, to, counts); err != nil {
+		moved, err := tbl.AdvanceTally(ctx, tl.AsOf, to, counts)
+		if err != nil {
 			return err
+		}
+		if !moved {
+			// Another Master counted the same step first, and goes on counting.
+			return nil
 		}
 		n := 0
 		for _, c := range counts {

@@ -16,8 +16,8 @@ import (
 // million), and users keep finished jobs for months. So finished jobs are counted once:
 // Queue Masters keep a tally in the side table "<queue>_stats", the finished jobs by
 // status up to a time (asOf), advanced in bounded steps through the index of finished
-// jobs by dateFinished, each step a compare-and-set on asOf so that masters never count
-// a step twice. Retention removes what it counted. Live jobs (waiting, active, failed)
+// jobs by dateFinished, each step a compare-and-set on asOf so that masters never add
+// a step twice (and one Master counts at a time: see master.AdvanceTally). Retention removes what it counted. Live jobs (waiting, active, failed)
 // are few by comparison, and are counted exactly at each Summary.
 
 // StatsSuffix names the side table of a queue's tally and retention lease.
@@ -38,17 +38,36 @@ type Tally struct {
 	Terminated int
 	// Found is false when there is no tally yet.
 	Found bool
+	// By is the queue whose Master started the tally or last moved it.
+	By string
+	// Moved is how long ago, by the server's clock, the tally was started or last moved;
+	// negative when that is not known (a tally written by an earlier version, or by
+	// hand).
+	Moved time.Duration
 }
 
 // ReadTally reads the tally; Found is false when there is none.
 func (t *Table) ReadTally(ctx context.Context) (Tally, error) {
 	var docs []map[string]any
 	tbl := t.Side(StatsSuffix)
-	if err := t.readSide(ctx, tbl, tbl.GetAll(tallyID), &docs); err != nil || len(docs) == 0 {
+	// The time since it moved is taken on the server, whose clock stamped it.
+	term := tbl.GetAll(tallyID).Map(func(doc r.Term) r.Term {
+		at := doc.Field(tallyMovedAt).Default(nil)
+		return doc.Merge(map[string]any{tallyMovedFor: r.Branch(at.TypeOf().Eq("PTYPE<TIME>"), r.Now().Sub(at), nil)})
+	})
+	if err := t.readSide(ctx, tbl, term, &docs); err != nil || len(docs) == 0 {
 		return Tally{}, err
 	}
 	return tallyOf(docs[0]), nil
 }
+
+// tallyMovedAt is the tally document's field of the server's time when it was started
+// or last moved; tallyMovedFor is the seconds since then, which ReadTally adds to what it
+// reads.
+const (
+	tallyMovedAt  = "movedAt"
+	tallyMovedFor = "rjqMovedFor"
+)
 
 // tallyOf reads a tally document; fields of the wrong type (written by hand) count as
 // zero, and a tally without a time as none.
@@ -60,6 +79,11 @@ func tallyOf(doc map[string]any) Tally {
 		return int(f)
 	}
 	tl.Completed, tl.Cancelled, tl.Terminated = n(string(job.Completed)), n(string(job.Cancelled)), n(string(job.Terminated))
+	tl.By, _ = doc["queueId"].(string)
+	tl.Moved = -1
+	if secs, ok := docfmt.Number(doc[tallyMovedFor]); ok {
+		tl.Moved = max(time.Duration(secs*float64(time.Second)), 0)
+	}
 	return tl
 }
 
@@ -67,7 +91,7 @@ func tallyOf(doc map[string]any) Tally {
 func (t *Table) StartTally(ctx context.Context, asOf time.Time) error {
 	// Times cut to the millisecond, as the server keeps them: the steps compare asOf for
 	// equality with the value read back.
-	doc := map[string]any{"id": tallyID, "asOf": docfmt.Millis(asOf), "queueId": t.QueueID,
+	doc := map[string]any{"id": tallyID, "asOf": docfmt.Millis(asOf), "queueId": t.QueueID, tallyMovedAt: r.Now(),
 		string(job.Completed): 0, string(job.Cancelled): 0, string(job.Terminated): 0}
 	var res WriteResult
 	err := t.WriteOne(ctx, t.Side(StatsSuffix).Insert(doc), &res)
@@ -129,7 +153,7 @@ func (t *Table) AdvanceTally(ctx context.Context, from, to time.Time, counts map
 			return row.Field(string(s)).Default(0).Add(counts[s])
 		}
 		return r.Branch(row.Field("asOf").Eq(docfmt.Millis(from)), map[string]any{
-			"asOf": docfmt.Millis(to), "queueId": t.QueueID,
+			"asOf": docfmt.Millis(to), "queueId": t.QueueID, tallyMovedAt: r.Now(),
 			string(job.Completed): add(job.Completed), string(job.Cancelled): add(job.Cancelled),
 			string(job.Terminated): add(job.Terminated),
 		}, nil)
