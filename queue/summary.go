@@ -75,10 +75,10 @@ func (s Summary) String() string {
 // A bigger one that no Queue Master has tallied yet (a queue Node.js workers filled,
 // adopted before a Go Master ran) is not scanned either: its finished jobs are
 // FinishedUnknown, with FinishedEstimate from the table's metadata, until the first
-// tally, which a Master builds in bounded slices in the background (about 50 s a million
-// jobs on RethinkDB 2.4.4, pausing between slices so that processing goes on); while it
-// runs, FinishedAsOf says how far it has counted, the Master logs its progress at Info
-// level, and the dashboard shows it. So Summary costs a few index reads at any size.
+// tally, which one Master builds in bounded slices in the background (2 to 5 minutes a
+// million jobs on RethinkDB 2.4.4 on two cores, pausing between slices so that processing
+// goes on at its pace); while it runs, FinishedAsOf says how far it has counted, the
+// Master logs its progress at Info level, and the dashboard shows it. So Summary costs a few index reads at any size.
 func (q *Queue) Summary(ctx context.Context) (Summary, error) {
 	c, err := q.e.Summary(ctx)
 	if err != nil {
