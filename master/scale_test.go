@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -123,7 +124,7 @@ func TestTallyCountsFinishedJobsAndRetentionTakesThemOff(t *testing.T) {
 // one takes over a tally its Master stopped moving.
 func TestOneMasterCountsTheTally(t *testing.T) {
 	f := newFixture(t)
-	f.insertFinished(t, 20, job.Completed, time.Now().Add(-time.Hour))
+	f.insertFinished(t, 20, job.Completed, time.Now().Add(-2*time.Hour))
 	a := f.target(master.Retention{Keep: true})
 	b, c := a, a
 	b.QueueID, c.QueueID = "master:b", "master:c"
@@ -131,13 +132,20 @@ func TestOneMasterCountsTheTally(t *testing.T) {
 	tbl := &rdb.Table{Session: f.session, DB: f.db, Name: "jobs", QueueID: "test"}
 
 	var wg sync.WaitGroup
-	for _, tg := range []master.Target{a, b, c} {
+	logs := make([]bytes.Buffer, 3)
+	for i, tg := range []master.Target{a, b, c} {
+		tg.Log = slog.New(slog.NewTextHandler(&logs[i], nil))
 		wg.Go(func() { assert.NoError(t, master.AdvanceTally(ctx, tg)) })
 	}
 	wg.Wait()
 	tally, err := tbl.ReadTally(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 20, tally.Completed, "masters started together count each job once")
+	started := 0
+	for i := range logs {
+		started += strings.Count(logs[i].String(), "counting finished jobs for the tally, in slices")
+	}
+	assert.Equal(t, 1, started, "the Master that counts says so, the others nothing")
 	assert.Contains(t, []string{a.QueueID, b.QueueID, c.QueueID}, tally.By)
 	assert.True(t, tally.Moved >= 0 && tally.Moved < 10*time.Second, "moved just now, by the server's clock: %v", tally.Moved)
 

@@ -17,8 +17,9 @@ import (
 // Queue Masters keep a tally in the side table "<queue>_stats", the finished jobs by
 // status up to a time (asOf), advanced in bounded steps through the index of finished
 // jobs by dateFinished, each step a compare-and-set on asOf so that masters never add
-// a step twice (and one Master counts at a time: see master.AdvanceTally). Retention removes what it counted. Live jobs (waiting, active, failed)
-// are few by comparison, and are counted exactly at each Summary.
+// a step twice (and one Master counts at a time: see master.AdvanceTally). Retention
+// removes what it counted. Live jobs (waiting, active, failed) are few by comparison,
+// and are counted exactly at each Summary.
 
 // StatsSuffix names the side table of a queue's tally and retention lease.
 const StatsSuffix = "_stats"
