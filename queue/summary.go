@@ -78,7 +78,8 @@ func (s Summary) String() string {
 // tally, which one Master builds in bounded slices in the background (2 to 5 minutes a
 // million jobs on RethinkDB 2.4.4 on two cores, pausing between slices so that processing
 // goes on at its pace); while it runs, FinishedAsOf says how far it has counted, the
-// Master logs its progress at Info level, and the dashboard shows it. So Summary costs a few index reads at any size.
+// Master logs its progress at Info level, and the dashboard shows it. So Summary costs a
+// few index reads at any size.
 func (q *Queue) Summary(ctx context.Context) (Summary, error) {
 	c, err := q.e.Summary(ctx)
 	if err != nil {
