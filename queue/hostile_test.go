@@ -259,6 +259,50 @@ func TestStopFromAHandler(t *testing.T) {
 	assert.ErrorIs(t, f.q.Stop(context.Background()), queue.ErrStopped)
 }
 
+// A Stop from outside the handlers, after a handler stopped the queue, waits for that
+// shutdown to finish: a program that stops its queue on the way out does not exit with the
+// handler's outcome unwritten, and nothing of the queue runs after it returns (this test's
+// database, dropped at its end, was re-created by the queue's changefeed while the
+// shutdown went on, before Stop waited).
+func TestStopWaitsForTheShutdownAHandlerBegan(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &queue.Options{MasterInterval: -1})
+	j := f.add(t, 1)[0]
+	events := f.q.Events(context.Background())
+	began, release := make(chan error, 1), make(chan struct{})
+	require.NoError(t, f.q.Process(func(ctx context.Context, j *job.Job) (any, error) {
+		began <- f.q.Stop(ctx)
+		<-release
+		return "done", nil
+	}))
+	select {
+	case err := <-began:
+		require.NoError(t, err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("the handler never ran")
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- f.q.Stop(context.Background()) }()
+	select {
+	case err := <-stopped:
+		t.Fatalf("Stop returned %v while the handler that stopped the queue was still running", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.ErrorIs(t, f.q.Stop(ctx), context.Canceled, "a Stop whose ctx has ended does not wait")
+	close(release)
+	select {
+	case err := <-stopped:
+		require.ErrorIs(t, err, queue.ErrStopped)
+	case <-time.After(15 * time.Second):
+		t.Fatal("Stop never returned")
+	}
+	assert.Equal(t, "completed", f.rawDoc(t, j.ID)["status"], "the outcome is written when Stop returns")
+	for range events {
+	}
+}
+
 // Errors carry the server's message, not the query the driver appends (10 KB for a claim).
 func TestErrorsDoNotCarryTheQuery(t *testing.T) {
 	t.Parallel()

@@ -23,7 +23,10 @@ func (q *Queue) Reset(ctx context.Context) (int, error) {
 // A handler that stops its own queue, passing its own ctx (or one derived from it), is not
 // waited for by that call, which could never return: Stop then refuses new calls and
 // claims at once, returns nil, and finishes the shutdown in the background, once the
-// handler has returned and its outcome is written.
+// handler has returned and its outcome is written. A Stop from outside the handlers
+// that finds such a shutdown begun waits for it to finish (or for ctx) and returns
+// ErrStopped, so that a program may stop its queue on the way out whatever stopped it
+// first.
 func (q *Queue) Stop(ctx context.Context) error {
 	return publicErr(q.e.Stop(ctx))
 }

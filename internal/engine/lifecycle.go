@@ -63,9 +63,17 @@ func (q *Queue) dropTable(ctx context.Context) error {
 }
 
 // shutdown stops the queue, running last (if any) while the connection is still open.
+// When a shutdown has begun already (a handler stopped the queue), it waits for that one
+// to finish, or for ctx, and returns ErrStopped: a program that stops its queue on the
+// way out must not exit while the outcome of the handler that stopped it is unwritten.
 func (q *Queue) shutdown(ctx context.Context, last func(context.Context) error) error {
 	if !q.beginShutdown() {
-		return ErrStopped
+		select {
+		case <-q.down:
+			return ErrStopped
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	return q.finishShutdown(ctx, last)
 }
@@ -116,5 +124,6 @@ func (q *Queue) finishShutdown(ctx context.Context, last func(context.Context) e
 	q.emit(Event{Type: EventStopped})
 	q.emit(Event{Type: EventDetached})
 	q.out.Close()
+	close(q.down)
 	return errors.Join(waitErr, lastErr)
 }

@@ -54,8 +54,11 @@ type Queue struct {
 	mu sync.Mutex
 	// stopped refuses new calls from Stop on; closed refuses the job methods too, once
 	// running handlers are done and the connection is about to close.
-	stopped     bool
-	closed      bool
+	stopped bool
+	closed  bool
+	// down is closed once a shutdown has finished: a Stop that finds one begun waits for
+	// it.
+	down        chan struct{}
 	ops         sync.WaitGroup // calls in progress, waited for by Stop
 	concurrency int
 	jobOptions  job.Options
@@ -131,6 +134,7 @@ func New(ctx context.Context, cfg Config, out Outlet) (*Queue, error) {
 		session:     session,
 		conn:        conn,
 		ready:       make(chan struct{}),
+		down:        make(chan struct{}),
 		concurrency: cfg.Concurrency,
 		jobOptions:  cfg.JobOptions,
 		out:         out,
