@@ -301,6 +301,9 @@ func TestStopWaitsForTheShutdownAHandlerBegan(t *testing.T) {
 	assert.Equal(t, "completed", f.rawDoc(t, j.ID)["status"], "the outcome is written when Stop returns")
 	for range events {
 	}
+	for range 5 {
+		assert.ErrorIs(t, f.q.Stop(ctx), queue.ErrStopped, "a stopped queue says so, whatever its ctx")
+	}
 }
 
 // Errors carry the server's message, not the query the driver appends (10 KB for a claim).

@@ -24,9 +24,9 @@ func (q *Queue) Reset(ctx context.Context) (int, error) {
 // waited for by that call, which could never return: Stop then refuses new calls and
 // claims at once, returns nil, and finishes the shutdown in the background, once the
 // handler has returned and its outcome is written. A Stop from outside the handlers
-// that finds such a shutdown begun waits for it to finish (or for ctx) and returns
-// ErrStopped, so that a program may stop its queue on the way out whatever stopped it
-// first.
+// that finds a shutdown begun (by a handler or by another Stop) waits for it to finish
+// (or for ctx) and returns ErrStopped, so that a program may stop its queue on the way
+// out whatever stopped it first.
 func (q *Queue) Stop(ctx context.Context) error {
 	return publicErr(q.e.Stop(ctx))
 }

@@ -63,19 +63,31 @@ func (q *Queue) dropTable(ctx context.Context) error {
 }
 
 // shutdown stops the queue, running last (if any) while the connection is still open.
-// When a shutdown has begun already (a handler stopped the queue), it waits for that one
-// to finish, or for ctx, and returns ErrStopped: a program that stops its queue on the
-// way out must not exit while the outcome of the handler that stopped it is unwritten.
+// When a shutdown has begun already (a handler or another Stop stopped the queue), it
+// waits for that one to finish, or for ctx, and returns ErrStopped: a program that stops
+// its queue on the way out must not exit while the outcome of the handler that stopped
+// it is unwritten.
 func (q *Queue) shutdown(ctx context.Context, last func(context.Context) error) error {
 	if !q.beginShutdown() {
-		select {
-		case <-q.down:
-			return ErrStopped
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		return q.awaitShutdown(ctx)
 	}
 	return q.finishShutdown(ctx, last)
+}
+
+// awaitShutdown waits for the shutdown under way: ErrStopped once it has finished (even
+// with ctx over), else ctx's error.
+func (q *Queue) awaitShutdown(ctx context.Context) error {
+	select {
+	case <-q.down:
+		return ErrStopped
+	default:
+	}
+	select {
+	case <-q.down:
+		return ErrStopped
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // beginShutdown refuses new calls and claims; false when the queue was stopped already.
