@@ -32,6 +32,7 @@ type fakeStore struct {
 	entries int
 
 	reads   int // ReadCandidates calls
+	heads   int // HeadPriority calls
 	claims  int // Claim calls
 	follows int // FinishRelease calls whose parent's outcome landed
 	// loseFinish is how many more Finish calls land and then lose their answer.
@@ -114,6 +115,24 @@ func (s *fakeStore) ReadCandidates(_ context.Context, n int, skip rdb.Skip) (rdb
 		c.NextDue = time.Time{} // a full read does not look further, as rdb's
 	}
 	return c, nil
+}
+
+// HeadPriority is the priority of the first due job that skip leaves, as rdb's (without
+// its window).
+func (s *fakeStore) HeadPriority(_ context.Context, skip rdb.Skip) (float64, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.heads++
+	now := time.Now()
+	best, ok := 0.0, false
+	for _, j := range s.jobs {
+		if (j.Status == job.Waiting || j.Status == job.Failed) && !j.DateEnable.After(now) &&
+			!slices.Contains(skip.Names, j.Name) && !slices.Contains(skip.IDs, any(j.ID)) &&
+			(!ok || float64(j.Priority) < best) {
+			best, ok = float64(j.Priority), true
+		}
+	}
+	return best, ok, nil
 }
 
 func (s *fakeStore) NewClaim(j *job.Job, at, leaseEnd time.Time) rdb.Claim {

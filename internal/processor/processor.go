@@ -62,6 +62,7 @@ const (
 // Store is the storage the processor works on: the queue's table (*rdb.Table).
 type Store interface {
 	ReadCandidates(ctx context.Context, n int, skip rdb.Skip) (rdb.Candidates, error)
+	HeadPriority(ctx context.Context, skip rdb.Skip) (float64, bool, error)
 	NewClaim(j *job.Job, at, leaseEnd time.Time) rdb.Claim
 	Claim(ctx context.Context, s rdb.Store, claims []rdb.Claim) (rdb.ClaimResult, error)
 	ReadClaimedHere(ctx context.Context, s rdb.Store, ids []string) ([]*job.Job, error)

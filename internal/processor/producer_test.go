@@ -207,7 +207,9 @@ func TestAFreedSlotReadsOnlyWhenNoFeedTellsWhatCame(t *testing.T) {
 			pr := h.p.prod
 			pr.readWanted, pr.idle = false, tc.idle
 			pr.slotFreed()
-			assert.Equal(t, tc.wantRead, pr.shouldRead(time.Now(), 1))
+			read, check := pr.shouldRead(time.Now(), 1)
+			assert.Equal(t, tc.wantRead, read)
+			assert.False(t, check, "no buffer to keep")
 		})
 	}
 }
@@ -342,6 +344,78 @@ func TestWithAFeedTheBufferLastsLongerAndHintsGoFirst(t *testing.T) {
 			} else {
 				assert.Equal(t, 2, reads, "the buffer is too old: the table again")
 			}
+		})
+	}
+}
+
+// Without the feed, a buffer older than bufferAge is kept when the head of the table holds
+// no job of a higher priority than the buffer's first (one look at the head, not a read),
+// and read again otherwise, or once it is feedBufferAge old.
+func TestWithoutAFeedALookAtTheHeadKeepsAnOldBuffer(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		age              time.Duration
+		higher           bool
+		wantReads, heads int
+	}{
+		{name: "nothing higher: claimed from the buffer", age: (bufferAge + feedBufferAge) / 2, wantReads: 1, heads: 1},
+		{name: "a higher priority came: the table again", age: (bufferAge + feedBufferAge) / 2, higher: true, wantReads: 2, heads: 1},
+		{name: "older than feedBufferAge: the table again, without a look", age: feedBufferAge + time.Second, wantReads: 2},
+		{name: "younger than bufferAge: the buffer, without a look", age: bufferAge / 2, wantReads: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, 1, false)
+			past := time.Now().Add(-time.Second)
+			for range 6 {
+				h.store.add(job.Low, past)
+			}
+			h.p.prod.round()
+			require.Len(t, h.p.prod.buf, 3, "a read of 4 × the concurrency: one claimed, three ahead")
+			next := h.p.prod.buf[0].ID
+			h.finishAll(t)
+
+			p := h.p.prod
+			p.mu.Lock()
+			p.bufAt = time.Now().Add(-tc.age)
+			p.mu.Unlock()
+			var high *job.Job
+			if tc.higher {
+				high = h.store.add(job.High, time.Now().Add(-time.Millisecond))
+			}
+			h.p.prod.round()
+
+			active := h.of(EventActive)
+			require.Len(t, active, 2)
+			if tc.higher {
+				assert.Equal(t, high.ID, active[1], "the higher priority goes first")
+			} else {
+				assert.Equal(t, next, active[1], "the buffer's next job")
+			}
+			reads, _ := h.store.counts()
+			assert.Equal(t, tc.wantReads, reads)
+			h.store.mu.Lock()
+			assert.Equal(t, tc.heads, h.store.heads, "looks at the head")
+			h.store.mu.Unlock()
+		})
+	}
+}
+
+func TestBufferFresh(t *testing.T) {
+	now := time.Now()
+	ago := func(d time.Duration) time.Time { return now.Add(-d) }
+	for _, tc := range []struct {
+		name            string
+		readAt, checked time.Time
+		want            bool
+	}{
+		{"read within bufferAge", ago(bufferAge / 2), time.Time{}, true},
+		{"read before bufferAge, never looked at", ago(bufferAge), time.Time{}, false},
+		{"looked at within bufferAge", ago(bufferAge * 2), ago(bufferAge / 2), true},
+		{"looked at before bufferAge", ago(bufferAge * 2), ago(bufferAge), false},
+		{"looked at lately, but read feedBufferAge ago", ago(feedBufferAge), ago(time.Millisecond), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, bufferFresh(now, tc.readAt, tc.checked, bufferAge))
 		})
 	}
 }

@@ -396,6 +396,31 @@ func (t *Table) ReadCandidates(ctx context.Context, n int, skip Skip) (Candidate
 	return c, nil
 }
 
+// headWindow bounds the index entries HeadPriority reads.
+const headWindow = 64
+
+// HeadPriority reads the priority of the job a claim would take first: the first due job
+// of the claim index, of every part, that skip does not leave out, among the first
+// headWindow entries. ok is false when the window holds none, or that job's priority is
+// not a number. It costs the server about a tenth of a part read of 50 (measured on
+// RethinkDB 2.4.4).
+func (t *Table) HeadPriority(ctx context.Context, skip Skip) (priority float64, ok bool, err error) {
+	skip.Part = Part{}
+	keep := notSkipped(skip)
+	var out []any
+	term := t.claimRange(everyJob()).Limit(headWindow).Filter(func(doc r.Term) r.Term {
+		return keep(doc).And(claimableNow(doc))
+	}).Limit(1).Map(func(doc r.Term) any { return doc.Field(docfmt.Priority).Default(nil) })
+	if err := t.ReadAll(ctx, term, &out); err != nil {
+		return 0, false, fmt.Errorf("queue %s: read the head of the table: %w", t.Name, err)
+	}
+	if len(out) == 0 {
+		return 0, false, nil
+	}
+	priority, ok = docfmt.Number(out[0])
+	return priority, ok, nil
+}
+
 // nextOf is the time of a head's Next, zero when it holds none (or, written by hand, no
 // time).
 func nextOf(v any) time.Time {

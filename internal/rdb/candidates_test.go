@@ -123,3 +123,35 @@ func TestAReadSaysWhenAHigherPriorityFallsDue(t *testing.T) {
 		})
 	}
 }
+
+// HeadPriority is the priority of the job a claim would take first, of any part: a job
+// that is not due yet, or that the skip leaves out, is passed over; an empty head, or a
+// first job whose priority is not a number, gives no answer.
+func TestHeadPriority(t *testing.T) {
+	tbl, insert := candidateTable(t)
+	ctx := context.Background()
+	_, ok, err := tbl.HeadPriority(ctx, rdb.Skip{})
+	require.NoError(t, err)
+	assert.False(t, ok, "an empty table")
+
+	past := time.Now().Add(-time.Second)
+	insert(job.Low, '0', past)
+	insert(job.Highest, '1', time.Now().Add(time.Hour))
+	skipped := insert(job.High, '2', past)
+	insert(job.Normal, '3', past)
+	p, ok, err := tbl.HeadPriority(ctx, rdb.Skip{IDs: []any{skipped}, Part: rdb.Part{Index: 1, Of: 4}})
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, float64(job.Normal), p, "past the delayed Highest and the skipped High, of any part")
+	p, ok, err = tbl.HeadPriority(ctx, rdb.Skip{})
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, float64(job.High), p)
+
+	garbage := insert(job.Normal, '4', past)
+	_, err = r.DB(tbl.DB).Table(tbl.Name).Get(garbage).Update(map[string]any{"priority": "urgent"}).RunWrite(tbl.Session.(*r.Session))
+	require.NoError(t, err)
+	_, ok, err = tbl.HeadPriority(ctx, rdb.Skip{})
+	require.NoError(t, err)
+	assert.False(t, ok, "a first job whose priority is not a number")
+}
