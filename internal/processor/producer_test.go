@@ -311,20 +311,29 @@ func TestAStaleHintMakesTheNextRoundRead(t *testing.T) {
 	assert.Equal(t, []string{j.ID}, h.of(EventActive))
 }
 
+// bufferedHarness is a producer at concurrency 1 that has claimed one of six due jobs of
+// one priority and holds three more in its buffer.
+func bufferedHarness(t *testing.T, feed bool) *harness {
+	t.Helper()
+	h := newHarness(t, 1, feed)
+	past := time.Now().Add(-time.Second)
+	for range 6 {
+		h.store.add(job.Low, past)
+	}
+	h.p.prod.round()
+	require.Len(t, h.p.prod.buf, 3, "a read of 4 × the concurrency: one claimed, three ahead")
+	return h
+}
+
 // A busy producer that follows the changefeed claims from what it read ahead for
 // feedBufferAge rather than bufferAge: its hints bring a job added meanwhile into the
-// claims' order, so a job of a higher priority still goes first. Without the feed it reads
-// the table again once the buffer is bufferAge old, and finds that job there.
+// claims' order, so a job of a higher priority still goes first. Without the feed, once
+// the buffer is bufferAge old, a look at the head finds that job, and it reads the table
+// again (see TestWithoutAFeedALookAtTheHeadKeepsAnOldBuffer).
 func TestWithAFeedTheBufferLastsLongerAndHintsGoFirst(t *testing.T) {
 	for _, feed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("feed %v", feed), func(t *testing.T) {
-			h := newHarness(t, 1, feed)
-			past := time.Now().Add(-time.Second)
-			for range 6 {
-				h.store.add(job.Low, past)
-			}
-			h.p.prod.round()
-			require.Len(t, h.p.prod.buf, 3, "a read of 4 × the concurrency: one claimed, three ahead")
+			h := bufferedHarness(t, feed)
 			h.finishAll(t)
 
 			p := h.p.prod
@@ -364,13 +373,7 @@ func TestWithoutAFeedALookAtTheHeadKeepsAnOldBuffer(t *testing.T) {
 		{name: "younger than bufferAge: the buffer, without a look", age: bufferAge / 2, wantReads: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, 1, false)
-			past := time.Now().Add(-time.Second)
-			for range 6 {
-				h.store.add(job.Low, past)
-			}
-			h.p.prod.round()
-			require.Len(t, h.p.prod.buf, 3, "a read of 4 × the concurrency: one claimed, three ahead")
+			h := bufferedHarness(t, false)
 			next := h.p.prod.buf[0].ID
 			h.finishAll(t)
 
