@@ -93,7 +93,8 @@ type producer struct {
 	bufRead    int
 	bufDropped bool
 	// bufChecked is when a look at the head of the table last found no job of a higher
-	// priority than the buffer's first (see checkBuffer); zero since the last read.
+	// priority than those a round claimed from the buffer (see checkBuffer); zero since
+	// the last read.
 	bufChecked time.Time
 	// ahead is how many jobs a read takes beyond the free slots (see prefetch); -1
 	// before the first read.
@@ -424,7 +425,7 @@ func bufferFresh(now, readAt, checkedAt time.Time, age time.Duration) bool {
 // no job of a higher priority than theirs was added since the buffer was read, which is
 // what bufferAge guards. A worker of several on one table claims a buffer's jobs further
 // apart than bufferAge (with 8 processes at concurrency 50, about 0.55 s apart): the look
-// costs the server a tenth of the read it saves. The buffer is kept for feedBufferAge at
+// costs the server a tenth of the read it saves, or less (see rdb.Table.HeadPriority). The buffer is kept for feedBufferAge at
 // most, as with a changefeed.
 func (p *producer) checkBuffer(ctx context.Context, now time.Time, free int, hold holdBack) (bool, error) {
 	p.mu.Lock()

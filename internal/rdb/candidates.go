@@ -402,8 +402,9 @@ const headWindow = 64
 // HeadPriority reads the priority of the job a claim would take first: the first due job
 // of the claim index, of every part, that skip does not leave out, among the first
 // headWindow entries. ok is false when the window holds none, or that job's priority is
-// not a number. It costs the server about a tenth of a part read of 50 (measured on
-// RethinkDB 2.4.4).
+// not a number. It costs the server a tenth of a part read of 50 or less (measured on
+// RethinkDB 2.4.4, 20,000 waiting jobs: 1.3–2.0 ms of server CPU, against 17–18.5 ms for
+// a part read of 4 parts and 24–27 ms of 8).
 func (t *Table) HeadPriority(ctx context.Context, skip Skip) (priority float64, ok bool, err error) {
 	skip.Part = Part{}
 	keep := notSkipped(skip)
