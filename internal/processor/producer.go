@@ -416,7 +416,7 @@ func (p *producer) shouldRead(now time.Time, free int) (read, check bool) {
 // priority at checkedAt (zero: never), may still be claimed from at now, with age the
 // producer's bufferAge.
 func bufferFresh(now, readAt, checkedAt time.Time, age time.Duration) bool {
-	return now.Sub(readAt) < age || !checkedAt.IsZero() && now.Sub(checkedAt) < age && now.Sub(readAt) < feedBufferAge
+	return now.Sub(readAt) < age || now.Sub(checkedAt) < age && now.Sub(readAt) < feedBufferAge
 }
 
 // checkBuffer looks at the head of the table for a buffer that has grown older than
@@ -425,13 +425,13 @@ func bufferFresh(now, readAt, checkedAt time.Time, age time.Duration) bool {
 // no job of a higher priority than theirs was added since the buffer was read, which is
 // what bufferAge guards. A worker of several on one table claims a buffer's jobs further
 // apart than bufferAge (with 8 processes at concurrency 50, about 0.55 s apart): the look
-// costs the server a tenth of the read it saves, or less (see rdb.Table.HeadPriority). The buffer is kept for feedBufferAge at
-// most, as with a changefeed.
+// costs the server a tenth of the read it saves, or less (see rdb.Table.HeadPriority).
+// The buffer is kept for feedBufferAge at most, as with a changefeed.
 func (p *producer) checkBuffer(ctx context.Context, now time.Time, free int, hold holdBack) (bool, error) {
 	p.mu.Lock()
 	worst := p.buf[min(free, len(p.buf))-1].Priority // the buffer is in processing order
 	p.mu.Unlock()
-	skip := rdb.Skip{IDs: p.skipList(now), Names: hold.names, Groups: hold.groups, Sequences: hold.seqs}
+	skip := p.skipFor(now, hold)
 	top, ok, err := p.p.cfg.Store.HeadPriority(ctx, skip)
 	if err != nil || !ok || top < float64(worst) {
 		return false, err
@@ -515,7 +515,7 @@ func (p *producer) part() rdb.Part {
 func (p *producer) read(ctx context.Context, now time.Time, free int, hold holdBack) (found []*job.Job, more bool, nextRead time.Time, err error) {
 	pr := p.p
 	want := p.prefetch(free)
-	skip := rdb.Skip{IDs: p.skipList(now), Names: hold.names, Groups: hold.groups, Sequences: hold.seqs}
+	skip := p.skipFor(now, hold)
 	if part := p.part(); part.Of > 1 {
 		skip.Part, skip.Enough = part, free
 		c, err := pr.cfg.Store.ReadCandidates(ctx, want, skip)
@@ -878,6 +878,11 @@ func (p *producer) report(id string, err error) {
 	p.reported[id] = true
 	p.p.cfg.Log.Warn("job cannot be processed", "job", id, "err", err)
 	p.p.emit(Event{Type: EventError, JobID: id, Err: err})
+}
+
+// skipFor is what a read leaves out at now: the ids set aside, and what hold holds back.
+func (p *producer) skipFor(now time.Time, hold holdBack) rdb.Skip {
+	return rdb.Skip{IDs: p.skipList(now), Names: hold.names, Groups: hold.groups, Sequences: hold.seqs}
 }
 
 // skipList returns the ids claims leave out, dropping expired entries.
