@@ -31,10 +31,12 @@ type fakeStore struct {
 	// entries counts the worker entries written.
 	entries int
 
-	reads   int // ReadCandidates calls
-	heads   int // HeadPriority calls
-	claims  int // Claim calls
-	follows int // FinishRelease calls whose parent's outcome landed
+	reads  int // ReadCandidates calls
+	heads  int // HeadPriority calls
+	claims int // Claim calls
+	// claimLooks counts the ClaimAndLook calls among them.
+	claimLooks int
+	follows    int // FinishRelease calls whose parent's outcome landed
 	// loseFinish is how many more Finish calls land and then lose their answer.
 	loseFinish int
 	// finished are the outcomes Finish applied, in order.
@@ -123,6 +125,12 @@ func (s *fakeStore) HeadPriority(_ context.Context, skip rdb.Skip) (float64, boo
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.heads++
+	h := s.head(skip)
+	return h.Priority, h.OK, nil
+}
+
+// head is HeadPriority's answer; s.mu must be held.
+func (s *fakeStore) head(skip rdb.Skip) rdb.Head {
 	now := time.Now()
 	best, ok := 0.0, false
 	for _, j := range s.jobs {
@@ -132,7 +140,7 @@ func (s *fakeStore) HeadPriority(_ context.Context, skip rdb.Skip) (float64, boo
 			best, ok = float64(j.Priority), true
 		}
 	}
-	return best, ok, nil
+	return rdb.Head{Priority: best, OK: ok}
 }
 
 func (s *fakeStore) NewClaim(j *job.Job, at, leaseEnd time.Time) rdb.Claim {
@@ -165,6 +173,18 @@ func (s *fakeStore) Claim(_ context.Context, _ rdb.Store, claims []rdb.Claim) (r
 		return rdb.ClaimResult{}, errors.New("claim timed out")
 	}
 	return s.apply(claims, time.Now()), nil
+}
+
+// ClaimAndLook is Claim, then HeadPriority's look, as rdb's, counted as a claim.
+func (s *fakeStore) ClaimAndLook(ctx context.Context, st rdb.Store, claims []rdb.Claim, skip rdb.Skip) (rdb.ClaimResult, rdb.Head, error) {
+	res, err := s.Claim(ctx, st, claims)
+	if err != nil {
+		return res, rdb.Head{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.claimLooks++
+	return res, s.head(skip), nil
 }
 
 // apply applies claims as the server does; s.mu must be held.

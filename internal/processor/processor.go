@@ -65,6 +65,7 @@ type Store interface {
 	HeadPriority(ctx context.Context, skip rdb.Skip) (float64, bool, error)
 	NewClaim(j *job.Job, at, leaseEnd time.Time) rdb.Claim
 	Claim(ctx context.Context, s rdb.Store, claims []rdb.Claim) (rdb.ClaimResult, error)
+	ClaimAndLook(ctx context.Context, s rdb.Store, claims []rdb.Claim, skip rdb.Skip) (rdb.ClaimResult, rdb.Head, error)
 	ReadClaimedHere(ctx context.Context, s rdb.Store, ids []string) ([]*job.Job, error)
 	Finish(ctx context.Context, outs []rdb.Outcome) ([]rdb.RunKey, error)
 	FinishRelease(ctx context.Context, s rdb.Store, outs []rdb.Outcome, f rdb.Follow) ([]rdb.RunKey, rdb.Released, error)

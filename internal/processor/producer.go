@@ -96,6 +96,10 @@ type producer struct {
 	// priority than those a round claimed from the buffer (see checkBuffer); zero since
 	// the last read.
 	bufChecked time.Time
+	// head is what the look at the head that went with the last claim found, and headAt
+	// that claim's time (see lookWithClaim).
+	head   rdb.Head
+	headAt time.Time
 	// ahead is how many jobs a read takes beyond the free slots (see prefetch); -1
 	// before the first read.
 	ahead int
@@ -362,7 +366,12 @@ func (p *producer) round() time.Duration {
 	}
 	nextRead = earliest(nextRead, heldUntil)
 	p.readBy(nextRead)
-	won, missed, err := p.claim(ctx, kept, tokens, slots)
+	var look *rdb.Skip
+	if p.lookWithClaim(now) {
+		skip := p.skipFor(now, hold)
+		look = &skip
+	}
+	won, missed, err := p.claim(ctx, kept, tokens, slots, look)
 	if err != nil {
 		return p.failed(err)
 	}
@@ -427,19 +436,42 @@ func bufferFresh(now, readAt, checkedAt time.Time, age time.Duration) bool {
 // apart than bufferAge (with 8 processes at concurrency 50, about 0.55 s apart): the look
 // costs the server a tenth of the read it saves, or less (see rdb.Table.HeadPriority).
 // The buffer is kept for feedBufferAge at most, as with a changefeed.
+//
+// The look that went with the last claim (see lookWithClaim), when it is younger than
+// bufferAge, stands for a look of its own: then the buffer stays fresh for bufferAge from
+// that claim's time, so a job of a higher priority added since still waits behind the
+// buffer bufferAge at most.
 func (p *producer) checkBuffer(ctx context.Context, now time.Time, free int, hold holdBack) (bool, error) {
 	p.mu.Lock()
 	worst := p.buf[min(free, len(p.buf))-1].Priority // the buffer is in processing order
+	head, at := p.head, p.headAt
 	p.mu.Unlock()
-	skip := p.skipFor(now, hold)
-	top, ok, err := p.p.cfg.Store.HeadPriority(ctx, skip)
-	if err != nil || !ok || top < float64(worst) {
-		return false, err
+	if now.Sub(at) >= bufferAge {
+		var err error
+		if head.Priority, head.OK, err = p.p.cfg.Store.HeadPriority(ctx, p.skipFor(now, hold)); err != nil {
+			return false, err
+		}
+		at = now
+	}
+	if !head.OK || head.Priority < float64(worst) {
+		return false, nil
 	}
 	p.mu.Lock()
-	p.bufChecked = now
+	p.bufChecked = at
 	p.mu.Unlock()
 	return true, nil
+}
+
+// lookWithClaim tells whether the claim of a round at now looks at the head of the table
+// in the same query (rdb.Table.ClaimAndLook): without a changefeed, when jobs read ahead
+// will be left in the buffer that a later round may claim from only after a look (see
+// checkBuffer). A worker of several on one table claims every 0.2–0.6 s: the look then
+// costs no query of its own, which it would cost for every claim from a buffer older than
+// bufferAge.
+func (p *producer) lookWithClaim(now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.p.cfg.Feed && len(p.buf) > 0 && now.Sub(p.bufAt) < feedBufferAge
 }
 
 // bufferAge is how long jobs a read found beyond the free slots are claimed from without
@@ -660,7 +692,9 @@ func sortHints(hs []hint) {
 
 // claim claims jobs, hands those it won to the executor and returns how many it won and
 // missed. tokens are the rate tokens the jobs took, put back for those not won.
-func (p *producer) claim(ctx context.Context, jobs []*job.Job, tokens map[string]string, slots map[string][]string) (won, missed int, err error) {
+// With look, the claim looks at the head of the table with that skip too (see
+// lookWithClaim).
+func (p *producer) claim(ctx context.Context, jobs []*job.Job, tokens map[string]string, slots map[string][]string, look *rdb.Skip) (won, missed int, err error) {
 	pr := p.p
 	if len(jobs) == 0 {
 		return 0, 0, nil
@@ -672,7 +706,13 @@ func (p *producer) claim(ctx context.Context, jobs []*job.Job, tokens map[string
 		claims[i] = pr.cfg.Store.NewClaim(j, at, pr.cfg.LeaseEnd(j, at))
 		ids[i] = j.ID
 	}
-	res, err := pr.cfg.Store.Claim(ctx, pr.cfg.Jobs, claims)
+	var res rdb.ClaimResult
+	var head rdb.Head
+	if look != nil {
+		res, head, err = pr.cfg.Store.ClaimAndLook(ctx, pr.cfg.Jobs, claims, *look)
+	} else {
+		res, err = pr.cfg.Store.Claim(ctx, pr.cfg.Jobs, claims)
+	}
 	if err != nil {
 		// Whether the write landed is unknown: look for its claims before anything else,
 		// and keep their leases meanwhile.
@@ -696,6 +736,9 @@ func (p *producer) claim(ctx context.Context, jobs []*job.Job, tokens map[string
 	}
 	slices.SortFunc(res.Claimed, func(a, b *job.Job) int { return cmp.Compare(order[a.ID], order[b.ID]) })
 	p.mu.Lock()
+	if look != nil {
+		p.head, p.headAt = head, at
+	}
 	for _, id := range ids {
 		delete(p.hints, id)
 	}

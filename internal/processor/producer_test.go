@@ -339,6 +339,7 @@ func TestWithAFeedTheBufferLastsLongerAndHintsGoFirst(t *testing.T) {
 			p := h.p.prod
 			p.mu.Lock()
 			p.bufAt = time.Now().Add(-(bufferAge + feedBufferAge) / 2)
+			p.headAt = p.bufAt // the look that went with the claim is as old
 			p.mu.Unlock()
 			high := h.store.add(job.High, time.Now().Add(-time.Millisecond))
 			h.p.Hint(high, self)
@@ -358,32 +359,47 @@ func TestWithAFeedTheBufferLastsLongerAndHintsGoFirst(t *testing.T) {
 }
 
 // Without the feed, a buffer older than bufferAge is kept when the head of the table holds
-// no job of a higher priority than the buffer's first (one look at the head, not a read),
-// and read again otherwise, or once it is feedBufferAge old.
+// no job of a higher priority than the buffer's first, and read again otherwise, or once
+// it is feedBufferAge old. The look at the head that went with the last claim tells, while
+// it is younger than bufferAge; else a look of its own (not a read).
 func TestWithoutAFeedALookAtTheHeadKeepsAnOldBuffer(t *testing.T) {
+	old := (bufferAge + feedBufferAge) / 2
 	for _, tc := range []struct {
-		name             string
-		age              time.Duration
-		higher           bool
+		name string
+		// age is the buffer's, claimLook that of the look that went with the last claim.
+		age, claimLook time.Duration
+		// higher adds a job of a higher priority before the round; seen makes the
+		// claim's look have seen it.
+		higher, seen     bool
 		wantReads, heads int
 	}{
-		{name: "nothing higher: claimed from the buffer", age: (bufferAge + feedBufferAge) / 2, wantReads: 1, heads: 1},
-		{name: "a higher priority came: the table again", age: (bufferAge + feedBufferAge) / 2, higher: true, wantReads: 2, heads: 1},
-		{name: "older than feedBufferAge: the table again, without a look", age: feedBufferAge + time.Second, wantReads: 2},
-		{name: "younger than bufferAge: the buffer, without a look", age: bufferAge / 2, wantReads: 1},
+		{name: "nothing higher: claimed from the buffer", age: old, claimLook: old, wantReads: 1, heads: 1},
+		{name: "a higher priority came: the table again", age: old, claimLook: old, higher: true, wantReads: 2, heads: 1},
+		{name: "older than feedBufferAge: the table again, without a look", age: feedBufferAge + time.Second, claimLook: old, wantReads: 2},
+		{name: "younger than bufferAge: the buffer, without a look", age: bufferAge / 2, claimLook: bufferAge / 2, wantReads: 1},
+		{name: "the claim's look is fresh: the buffer, without a look", age: old, claimLook: bufferAge / 2, wantReads: 1},
+		{name: "the claim's look saw a higher priority: the table again, without a look", age: old, claimLook: bufferAge / 2, higher: true, seen: true, wantReads: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := bufferedHarness(t, false)
 			next := h.p.prod.buf[0].ID
 			h.finishAll(t)
+			h.store.mu.Lock()
+			assert.Equal(t, 1, h.store.claimLooks, "the claim that left jobs in the buffer looked at the head")
+			h.store.mu.Unlock()
 
 			p := h.p.prod
 			p.mu.Lock()
-			p.bufAt = time.Now().Add(-tc.age)
+			p.bufAt, p.headAt = time.Now().Add(-tc.age), time.Now().Add(-tc.claimLook)
 			p.mu.Unlock()
 			var high *job.Job
 			if tc.higher {
 				high = h.store.add(job.High, time.Now().Add(-time.Millisecond))
+			}
+			if tc.seen {
+				p.mu.Lock()
+				p.head = rdb.Head{Priority: float64(job.High), OK: true}
+				p.mu.Unlock()
 			}
 			h.p.prod.round()
 

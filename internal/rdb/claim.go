@@ -172,6 +172,11 @@ func (t *Table) writeGroups(ctx context.Context, terms []r.Term) (WriteResult, e
 	if err := t.writeAll(ctx, r.Expr(all), &results); err != nil {
 		return WriteResult{}, err
 	}
+	return sumWrites(results), nil
+}
+
+// sumWrites adds up the results of several writes.
+func sumWrites(results []WriteResult) WriteResult {
 	var sum WriteResult
 	for _, res := range results {
 		sum.Replaced += res.Replaced
@@ -183,20 +188,65 @@ func (t *Table) writeGroups(ctx context.Context, terms []r.Term) (WriteResult, e
 		}
 		sum.Changes = append(sum.Changes, res.Changes...)
 	}
-	return sum, nil
+	return sum
 }
 
 // Claim applies claims in one write and sorts out what it won.
 func (t *Table) Claim(ctx context.Context, s Store, claims []Claim) (ClaimResult, error) {
+	res, err := t.writeGroups(ctx, t.claimTerms(claims))
+	if err != nil {
+		return ClaimResult{}, fmt.Errorf("queue %s: claim jobs: %w", t.Name, err)
+	}
+	return t.claimed(s, claims, res), nil
+}
+
+// Head is what a look at the head of the table found (see HeadPriority): the priority of
+// the job a claim would take first; OK is false when the look gave no answer.
+type Head struct {
+	Priority float64
+	OK       bool
+}
+
+// ClaimAndLook is Claim followed, in the same query, by HeadPriority's look with skip:
+// the head as the claim left it. A worker without a changefeed that claims from what it
+// read ahead learns so, with no query of its own, whether a job of a higher priority has
+// come since (see processor.checkBuffer). An error means what it means for Claim: whether
+// the claim landed is unknown.
+func (t *Table) ClaimAndLook(ctx context.Context, s Store, claims []Claim, skip Skip) (ClaimResult, Head, error) {
+	terms := t.claimTerms(claims)
+	writes := make([]any, len(terms))
+	for i, term := range terms {
+		writes[i] = term
+	}
+	// r.Do evaluates the writes before its function: the look sees the claim's jobs
+	// active, out of the index.
+	q := r.Do(r.Expr(writes), func(w r.Term) r.Term {
+		return r.Expr(map[string]any{"writes": w, "head": t.headLook(skip).CoerceTo("array")})
+	})
+	var out struct {
+		Writes []WriteResult `rethinkdb:"writes"`
+		Head   []any         `rethinkdb:"head"`
+	}
+	if err := t.WriteOne(ctx, q, &out); err != nil {
+		return ClaimResult{}, Head{}, fmt.Errorf("queue %s: claim jobs: %w", t.Name, err)
+	}
+	var h Head
+	h.Priority, h.OK = headOfLook(out.Head)
+	return t.claimed(s, claims, sumWrites(out.Writes)), h, nil
+}
+
+// claimTerms are the updates that apply claims, one per group.
+func (t *Table) claimTerms(claims []Claim) []r.Term {
 	groups := t.claimGroups(claims)
 	terms := make([]r.Term, len(groups))
 	for i, g := range groups {
 		terms[i] = t.claimTerm(g)
 	}
-	res, err := t.writeGroups(ctx, terms)
-	if err != nil {
-		return ClaimResult{}, fmt.Errorf("queue %s: claim jobs: %w", t.Name, err)
-	}
+	return terms
+}
+
+// claimed sorts out what the write of claims, which res reports, won.
+func (t *Table) claimed(s Store, claims []Claim, res WriteResult) ClaimResult {
 	byID := make(map[string]Claim, len(claims))
 	for _, c := range claims {
 		byID[c.ID] = c
@@ -226,7 +276,7 @@ func (t *Table) Claim(ctx context.Context, s Store, claims []Claim) (ClaimResult
 			out.Missed = append(out.Missed, c.ID)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // wonBy reports whether the stored doc holds claim c: active in this queue's name, in
