@@ -100,6 +100,8 @@ type producer struct {
 	// that claim's time (see lookWithClaim).
 	head   rdb.Head
 	headAt time.Time
+	// lastClaim is when the last claim was made.
+	lastClaim time.Time
 	// ahead is how many jobs a read takes beyond the free slots (see prefetch); -1
 	// before the first read.
 	ahead int
@@ -464,14 +466,16 @@ func (p *producer) checkBuffer(ctx context.Context, now time.Time, free int, hol
 
 // lookWithClaim tells whether the claim of a round at now looks at the head of the table
 // in the same query (rdb.Table.ClaimAndLook): without a changefeed, when jobs read ahead
-// will be left in the buffer that a later round may claim from only after a look (see
-// checkBuffer). A worker of several on one table claims every 0.2–0.6 s: the look then
-// costs no query of its own, which it would cost for every claim from a buffer older than
-// bufferAge.
+// will be left in the buffer that the next claim, if it comes as long after this one as
+// this one after the last, may take only after a look (see checkBuffer). A worker of
+// several on one table claims every 0.2–0.6 s: the look then costs no query of its own,
+// which it would cost for every claim from a buffer older than bufferAge. A worker that
+// empties its buffer within bufferAge does not look at all.
 func (p *producer) lookWithClaim(now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return !p.p.cfg.Feed && len(p.buf) > 0 && now.Sub(p.bufAt) < feedBufferAge
+	age := now.Sub(p.bufAt)
+	return !p.p.cfg.Feed && len(p.buf) > 0 && age < feedBufferAge && age+now.Sub(p.lastClaim) >= bufferAge
 }
 
 // bufferAge is how long jobs a read found beyond the free slots are claimed from without
@@ -736,6 +740,7 @@ func (p *producer) claim(ctx context.Context, jobs []*job.Job, tokens map[string
 	}
 	slices.SortFunc(res.Claimed, func(a, b *job.Job) int { return cmp.Compare(order[a.ID], order[b.ID]) })
 	p.mu.Lock()
+	p.lastClaim = at
 	if look != nil {
 		p.head, p.headAt = head, at
 	}

@@ -419,6 +419,35 @@ func TestWithoutAFeedALookAtTheHeadKeepsAnOldBuffer(t *testing.T) {
 	}
 }
 
+// Without the feed, a claim that leaves jobs in the buffer looks at the head with it only
+// when the next claim, as far off as this one from the last, may find the buffer older
+// than bufferAge: a worker that empties its buffer sooner never pays for the look.
+func TestTheClaimLooksAtTheHeadOnlyWhenTheNextClaimWouldNeedIt(t *testing.T) {
+	h := bufferedHarness(t, false)
+	looks := func() int {
+		h.store.mu.Lock()
+		defer h.store.mu.Unlock()
+		return h.store.claimLooks
+	}
+	require.Equal(t, 1, looks(), "the first claim: no claim before it to go by")
+	p := h.p.prod
+
+	h.finishAll(t)
+	h.p.prod.round()
+	require.Len(t, h.of(EventActive), 2)
+	assert.Equal(t, 1, looks(), "claims close together, from a fresh buffer: no look")
+
+	h.finishAll(t)
+	p.mu.Lock()
+	p.bufAt, p.lastClaim = time.Now().Add(-bufferAge/2), time.Now().Add(-bufferAge/2)
+	p.mu.Unlock()
+	h.p.prod.round()
+	require.Len(t, h.of(EventActive), 3)
+	assert.Equal(t, 2, looks(), "the next claim as far off would find the buffer too old: a look")
+	reads, _ := h.store.counts()
+	assert.Equal(t, 1, reads, "all three from the first read")
+}
+
 func TestBufferFresh(t *testing.T) {
 	now := time.Now()
 	ago := func(d time.Duration) time.Time { return now.Add(-d) }
