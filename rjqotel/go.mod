@@ -3,7 +3,7 @@ module github.com/rjqgo/rethinkdb-job-queue/rjqotel
 go 1.26.0
 
 require (
-	github.com/rjqgo/rethinkdb-job-queue v0.0.0-20261127121739-88602052093e
+	github.com/rjqgo/rethinkdb-job-queue v0.0.0-20261127133608-52918c05866d
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
