@@ -466,16 +466,17 @@ func (p *producer) checkBuffer(ctx context.Context, now time.Time, free int, hol
 
 // lookWithClaim tells whether the claim of a round at now looks at the head of the table
 // in the same query (rdb.Table.ClaimAndLook): without a changefeed, when jobs read ahead
-// will be left in the buffer that the next claim, if it comes as long after this one as
-// this one after the last, may take only after a look (see checkBuffer). A worker of
-// several on one table claims every 0.2–0.6 s: the look then costs no query of its own,
-// which it would cost for every claim from a buffer older than bufferAge. A worker that
-// empties its buffer within bufferAge does not look at all.
+// will be left in the buffer that the next claim, if it comes up to twice as long after
+// this one as this one after the last, may take only after a look (see checkBuffer). A
+// worker of several on one table claims every 0.2–0.6 s, and not evenly: the look then
+// costs no query of its own, which it would cost for every claim from a buffer older than
+// bufferAge. A worker that empties its buffer well within bufferAge does not look at all.
 func (p *producer) lookWithClaim(now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	age := now.Sub(p.bufAt)
-	return !p.p.cfg.Feed && len(p.buf) > 0 && age < feedBufferAge && age+now.Sub(p.lastClaim) >= bufferAge
+	since := min(now.Sub(p.lastClaim), bufferAge) // no claim yet: a long time
+	return !p.p.cfg.Feed && len(p.buf) > 0 && age < feedBufferAge && age+2*since >= bufferAge
 }
 
 // bufferAge is how long jobs a read found beyond the free slots are claimed from without
