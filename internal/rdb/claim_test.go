@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
@@ -47,4 +48,35 @@ func TestClaimAndLookSeesTheHeadTheClaimLeft(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, res.Claimed, 2)
 	assert.False(t, head.OK, "an empty head gives no answer")
+}
+
+// A claim wins its jobs beside a document written by hand that its compare-and-set cannot
+// read (no retryCount: the update fails for that document alone), which it misses without
+// failing; the jobs it won come back as the claim left them.
+func TestAClaimWinsBesideADocumentItCannotCompare(t *testing.T) {
+	tbl, insert := candidateTable(t)
+	ctx := context.Background()
+	past := time.Now().Add(-time.Second)
+	a, b, bad := insert(job.Normal, '0', past), insert(job.Normal, '1', past), insert(job.Normal, '2', past)
+	_, err := r.DB(tbl.DB).Table(tbl.Name).Get(bad).Replace(func(doc r.Term) r.Term { return doc.Without("retryCount") }).RunWrite(tbl.Session)
+	require.NoError(t, err)
+
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	var claims []rdb.Claim
+	for _, id := range []string{a, bad, b} {
+		claims = append(claims, tbl.NewClaim(&job.Job{ID: id, Status: job.Waiting}, at, at.Add(time.Minute)))
+	}
+	res, err := tbl.Claim(ctx, nil, claims)
+	require.NoError(t, err)
+	assert.Equal(t, []string{bad}, res.Missed)
+	require.Len(t, res.Claimed, 2)
+	for _, j := range res.Claimed {
+		assert.Contains(t, []string{a, b}, j.ID)
+		assert.Equal(t, job.Active, j.Status)
+		assert.Equal(t, 1, j.ProcessCount)
+		assert.Equal(t, tbl.QueueID, j.QueueID)
+		assert.True(t, j.DateStarted.Equal(at))
+		require.NotEmpty(t, j.Log)
+		assert.Equal(t, job.MessageActive, j.Log[len(j.Log)-1].Message)
+	}
 }
