@@ -47,6 +47,9 @@ type fakeStore struct {
 	// land to apply later (a claim the server ran after the client gave it up).
 	holdClaims int
 	held       [][]rdb.Claim
+	// wholeParts makes a part read short of its Enough say that it saw the whole index
+	// (rdb.Candidates.Whole).
+	wholeParts bool
 }
 
 // land applies the i-th claim held back, as the server would run it late.
@@ -116,6 +119,13 @@ func (s *fakeStore) ReadCandidates(_ context.Context, n int, skip rdb.Skip) (rdb
 	if len(c.List) == n {
 		c.NextDue = time.Time{} // a full read does not look further, as rdb's
 	}
+	enough := n
+	if skip.Enough > 0 && skip.Enough < n {
+		enough = skip.Enough
+	}
+	// The fake's part read sees every part, and its window, when s.wholeParts, the whole
+	// table.
+	c.Whole = skip.Part.Of > 1 && s.wholeParts && len(c.List) < enough
 	return c, nil
 }
 

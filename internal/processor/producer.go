@@ -548,15 +548,16 @@ func (p *producer) part() rdb.Part {
 // claims its own jobs first within a priority, but never one of a lower priority while the
 // head holds one of a higher priority in another's part (a worker that died, or is full,
 // holds nothing back; see rdb.Table.ReadCandidates). Only when the head holds fewer due
-// jobs than its free slots does it read the whole index.
+// jobs than its free slots does it read the whole index, and not when the part read's
+// window held all of it (at the end of a backlog: rdb.Candidates.Whole).
 func (p *producer) read(ctx context.Context, now time.Time, free int, hold holdBack) (found []*job.Job, more bool, nextRead time.Time, err error) {
 	pr := p.p
 	want := p.prefetch(free)
 	skip := p.skipFor(now, hold)
+	var c rdb.Candidates
 	if part := p.part(); part.Of > 1 {
 		skip.Part, skip.Enough = part, free
-		c, err := pr.cfg.Store.ReadCandidates(ctx, want, skip)
-		if err != nil {
+		if c, err = pr.cfg.Store.ReadCandidates(ctx, want, skip); err != nil {
 			return nil, false, time.Time{}, err
 		}
 		if jobs := p.usable(c.List); len(jobs) >= free {
@@ -566,10 +567,13 @@ func (p *producer) read(ctx context.Context, now time.Time, free int, hold holdB
 			p.buf, p.bufAt, p.bufRead, p.bufChecked = jobs[free:], now, len(jobs)-free, time.Time{}
 			return jobs[:free], len(c.List) == want || len(jobs) > free, c.NextDue, nil
 		}
-		skip.Part = rdb.Part{}
-	}
-	c, err := pr.cfg.Store.ReadCandidates(ctx, want, skip)
-	if err != nil {
+		if !c.Whole {
+			skip.Part = rdb.Part{}
+			if c, err = pr.cfg.Store.ReadCandidates(ctx, want, skip); err != nil {
+				return nil, false, time.Time{}, err
+			}
+		}
+	} else if c, err = pr.cfg.Store.ReadCandidates(ctx, want, skip); err != nil {
 		return nil, false, time.Time{}, err
 	}
 	more = len(c.List) == want

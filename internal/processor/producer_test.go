@@ -449,6 +449,30 @@ func TestTheClaimLooksAtTheHeadOnlyWhenTheNextClaimWouldNeedIt(t *testing.T) {
 	assert.Equal(t, 1, reads, "all three from the first read")
 }
 
+// A worker of several whose part read comes back short reads the whole head, unless the
+// part read's window held the whole index: at the end of a backlog, that read already
+// found every due job of every part.
+func TestAShortPartReadThatSawTheWholeIndexIsNotReadAgain(t *testing.T) {
+	for _, whole := range []bool{false, true} {
+		t.Run(fmt.Sprintf("whole %v", whole), func(t *testing.T) {
+			h := newHarness(t, 4, false)
+			h.p.prod.setPeers([]string{self, "host:db:q:2:other"})
+			h.store.wholeParts = whole
+			past := time.Now().Add(-time.Second)
+			a, b := h.store.add(job.High, past), h.store.add(job.Normal, past)
+
+			h.p.prod.round()
+
+			assert.Equal(t, []string{a.ID, b.ID}, h.of(EventActive))
+			reads, _ := h.store.counts()
+			assert.Equal(t, 2-b2i(whole), reads)
+			h.p.prod.mu.Lock()
+			defer h.p.prod.mu.Unlock()
+			assert.True(t, h.p.prod.idle, "the table holds no more due jobs")
+		})
+	}
+}
+
 func TestBufferFresh(t *testing.T) {
 	now := time.Now()
 	ago := func(d time.Duration) time.Time { return now.Add(-d) }

@@ -192,6 +192,8 @@ func claimableNow(doc r.Term) r.Term {
 type head struct {
 	Docs []map[string]any `rethinkdb:"docs"`
 	Next any              `rethinkdb:"next"`
+	// Whole is set by a part read whose window held the whole index (see partTerm).
+	Whole bool `rethinkdb:"whole"`
 }
 
 // better is the part of the claim index of a higher priority than worst (a job's
@@ -265,11 +267,19 @@ func (t *Table) partTerm(n int, skip Skip) r.Term {
 	own := t.claimRange(everyJob()).Limit(window).Filter(func(doc r.Term) r.Term {
 		return mine(doc).And(keep(doc)).And(claimableNow(doc))
 	}).Limit(n).CoerceTo("array")
-	return r.Do(own, func(own r.Term) r.Term {
+	read := r.Do(own, func(own r.Term) r.Term {
 		others := t.better(worstOf(own, enough)).Limit(window).Filter(func(doc r.Term) r.Term {
 			return mine(doc).Not().And(keep(doc)).And(claimableNow(doc))
 		}).Limit(n)
 		return t.headOf(own.Union(others).CoerceTo("array"), n, enough, part.Of, skip)
+	})
+	// A read short of enough tells whether its window held every entry of the index: then
+	// it saw every due job the skips leave (its own and the others', which a short read of
+	// its own takes whole), and a read of the whole head would find no more. Only a short
+	// read counts, at the end of a backlog, where the index is small.
+	return r.Do(read, func(h r.Term) r.Term {
+		return h.Merge(map[string]any{"whole": r.Branch(h.Field("docs").Count().Lt(enough),
+			t.claimRange(everyJob()).Limit(window).Count().Lt(window), false)})
 	})
 }
 
@@ -335,6 +345,10 @@ type Candidates struct {
 	// none. A read that found its n jobs in the head looks only at the head's jobs of a
 	// higher priority than the last it found (see head).
 	NextDue time.Time
+	// Whole is true when a read of a part (Skip.Part) came back short of Skip.Enough
+	// having seen the whole index: List then holds every due job the skips leave, of
+	// every part, and NextDue is exact; a read without the part would find no more.
+	Whole bool
 }
 
 // ReadCandidates reads up to n due jobs to claim (see the top of this file). Reading a
@@ -346,7 +360,7 @@ func (t *Table) ReadCandidates(ctx context.Context, n int, skip Skip) (Candidate
 		if err := t.ReadOne(ctx, t.partTerm(n, skip), &h); err != nil {
 			return Candidates{}, fmt.Errorf("queue %s: read jobs to claim: %w", t.Name, err)
 		}
-		return Candidates{List: partOrder(candidatesOf(h.Docs), skip.Part, n), NextDue: nextOf(h.Next)}, nil
+		return Candidates{List: partOrder(candidatesOf(h.Docs), skip.Part, n), NextDue: nextOf(h.Next), Whole: h.Whole}, nil
 	}
 	if err := t.ReadOne(ctx, t.headTerm(n, skip), &h); err != nil {
 		return Candidates{}, fmt.Errorf("queue %s: read jobs to claim: %w", t.Name, err)

@@ -81,6 +81,40 @@ func TestAPartReadNeverPassesOverAHigherPriorityElsewhere(t *testing.T) {
 		"fewer than enough: the other part's too")
 }
 
+// A part read that comes back short of enough says whether its window held the whole
+// index: then it holds every due job, of every part, and the earliest time one falls due;
+// a worker need not read the whole head after it. A window the index fills says nothing
+// of what lies beyond it.
+func TestAShortPartReadSaysWhetherItSawTheWholeIndex(t *testing.T) {
+	tbl, insert := candidateTable(t)
+	now := time.Now()
+	part := rdb.Part{Index: 0, Of: 2}
+	theirs := insert(job.High, '1', now.Add(-time.Second))
+	mine := insert(job.Normal, '0', now.Add(-time.Second))
+	soon := now.Add(time.Minute).UTC().Truncate(time.Millisecond)
+	insert(job.Low, '2', soon)
+
+	c, err := tbl.ReadCandidates(context.Background(), 8, rdb.Skip{Part: part, Enough: 4})
+	require.NoError(t, err)
+	assert.True(t, c.Whole)
+	assert.Equal(t, []any{theirs, mine}, ids(c.List), "every part's due jobs")
+	assert.True(t, soon.Equal(c.NextDue), "got %v, want %v", c.NextDue, soon)
+
+	c, err = tbl.ReadCandidates(context.Background(), 8, rdb.Skip{Part: part, Enough: 2})
+	require.NoError(t, err)
+	assert.False(t, c.Whole, "not short")
+
+	// (8 + 32) × 2 entries fill the window: jobs not due yet, behind which due ones may
+	// wait.
+	for range 80 {
+		insert(job.Highest, '4', soon)
+	}
+	c, err = tbl.ReadCandidates(context.Background(), 8, rdb.Skip{Part: part, Enough: 4})
+	require.NoError(t, err)
+	assert.False(t, c.Whole, "the window was full")
+	assert.Len(t, c.List, 0)
+}
+
 // A read that found its jobs in the head says when a job of a higher priority it passed
 // over falls due (a delayed job, a retry), so that a worker claiming from what it read
 // ahead reads again then (issue 35); one of a lower priority does not count.
