@@ -82,3 +82,44 @@ func TestRetryWaitNeverOutlastsALease(t *testing.T) {
 		})
 	}
 }
+
+// The completer's gather goes on while jobs keep finishing, each soon after the last, up
+// to its bound; it ends once they stop, or at once when none runs.
+func TestGatherWaitsWhileJobsKeepFinishing(t *testing.T) {
+	h := newHarness(t, 1, false)
+	p := h.p
+	const quiet, most = 50 * time.Millisecond, 200 * time.Millisecond
+
+	start := time.Now()
+	p.gather(quiet, most)
+	assert.Less(t, time.Since(start), quiet, "no job runs: no wait")
+
+	p.act.update(func(a *activity) { a.running = 1 })
+	start = time.Now()
+	p.gather(quiet, most)
+	assert.Less(t, time.Since(start), most, "nothing finishes: quiet ends it")
+
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				p.act.update(func(*activity) {}) // a job finished, another started
+			}
+		}
+	}()
+	start = time.Now()
+	p.gather(quiet, most)
+	elapsed := time.Since(start)
+	close(stop)
+	<-done
+	assert.GreaterOrEqual(t, elapsed, most-quiet, "jobs kept finishing: it kept gathering")
+	assert.Less(t, elapsed, most+quiet, "up to its bound")
+	p.act.update(func(a *activity) { a.running = 0 })
+}

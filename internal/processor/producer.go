@@ -330,7 +330,7 @@ func (p *producer) round() time.Duration {
 			return p.failed(err)
 		}
 	}
-	pr.gather()
+	pr.gather(gatherWindow, gatherWindow)
 	free, ok := p.beginClaim()
 	if !ok {
 		return p.recheckWait()
