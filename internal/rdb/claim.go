@@ -178,12 +178,8 @@ func (t *Table) writeGroups(ctx context.Context, terms []r.Term) (WriteResult, e
 		err := t.WriteOne(ctx, terms[0], &res)
 		return res, err
 	}
-	all := make([]any, len(terms))
-	for i, term := range terms {
-		all[i] = term
-	}
 	var results []WriteResult
-	if err := t.writeAll(ctx, r.Expr(all), &results); err != nil {
+	if err := t.writeAll(ctx, r.Expr(Anys(terms)), &results); err != nil {
 		return WriteResult{}, err
 	}
 	return sumWrites(results), nil
@@ -227,14 +223,9 @@ type Head struct {
 // come since (see processor.checkBuffer). An error means what it means for Claim: whether
 // the claim landed is unknown.
 func (t *Table) ClaimAndLook(ctx context.Context, s Store, claims []Claim, skip Skip) (ClaimResult, Head, error) {
-	terms := t.claimTerms(claims)
-	writes := make([]any, len(terms))
-	for i, term := range terms {
-		writes[i] = term
-	}
 	// r.Do evaluates the writes before its function: the look sees the claim's jobs
 	// active, out of the index.
-	q := r.Do(r.Expr(writes), func(w r.Term) r.Term {
+	q := r.Do(r.Expr(Anys(t.claimTerms(claims))), func(w r.Term) r.Term {
 		return r.Expr(map[string]any{"writes": w, "head": t.headLook(skip).CoerceTo("array")})
 	})
 	var out struct {

@@ -160,11 +160,12 @@ func (t *Table) AppendLog(log r.Term, entry, trunc any) r.Term {
 	return AppendLogTerm(log, entry, trunc, t.LimitJobLogs)
 }
 
-// Anys converts ids for GetAll.
-func Anys(ids []string) []any {
-	out := make([]any, len(ids))
-	for i, id := range ids {
-		out[i] = id
+// Anys converts a slice for the driver's variadic and array arguments (ids for GetAll,
+// terms for one query of several writes).
+func Anys[T any](s []T) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
 	}
 	return out
 }
