@@ -5,8 +5,8 @@ go 1.26.0
 require (
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
-	github.com/rjqgo/rethinkdb-job-queue v0.0.0-20261127152803-7c0d4cdda40a
-	github.com/rjqgo/rethinkdb-job-queue/rjqweb v0.0.0-20261127152803-7c0d4cdda40a
+	github.com/rjqgo/rethinkdb-job-queue v0.0.0-20261127162237-5ef7cd13e12a
+	github.com/rjqgo/rethinkdb-job-queue/rjqweb v0.0.0-20261127162237-5ef7cd13e12a
 	github.com/stretchr/testify v1.12.1
 	gopkg.in/rethinkdb/rethinkdb-go.v6 v6.2.1
 )
