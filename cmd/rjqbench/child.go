@@ -33,11 +33,12 @@ import (
 // own completions),
 // "latency" (changefeed on, reports handler starts), "ordered" (changefeed on, reports
 // each run of a sequence's job, see ordered.go) or "floor" (the floor loop with batch
-// concurrency over part of the jobs, counts completions).
+// concurrency over part of the jobs, counts completions) or "floor-window" (the same
+// with its part read bounded as a worker's).
 func childMain(mode, addr, db string, concurrency int, part string, childCount bool) {
 	ctx := context.Background()
-	if mode == "floor" {
-		floorChild(ctx, addr, db, concurrency, part)
+	if mode == "floor" || mode == "floor-window" {
+		floorChild(ctx, addr, db, concurrency, part, mode == "floor-window")
 		return
 	}
 	var c childCounter
@@ -166,8 +167,8 @@ func childPart(part string) (index, of int, err error) {
 
 // floorChild runs the floor loop with batch k over the part ("index/of") of the jobs
 // whose ids rdb.PartOf puts there, until none is left, then reports like a "process"
-// child.
-func floorChild(ctx context.Context, addr, db string, k int, part string) {
+// child; windowed, its part reads are bounded as a worker's (see floorRounds.window).
+func floorChild(ctx context.Context, addr, db string, k int, part string, windowed bool) {
 	index, of, err := childPart(part)
 	if err != nil {
 		log.Fatalf("child: part %q: %v", part, err)
@@ -183,7 +184,11 @@ func floorChild(ctx context.Context, addr, db string, k int, part string) {
 		log.Fatalf("child: %v", err)
 	}
 	defer s.Close()
-	f := newFloorRounds(db, k, lastChars)
+	window := 0
+	if windowed {
+		window = rdb.PartWindow(k, of)
+	}
+	f := newFloorRounds(db, k, lastChars, window)
 	in := bufio.NewReader(os.Stdin)
 	fmt.Println("ready")
 	if _, err := in.ReadString('\n'); err != nil {

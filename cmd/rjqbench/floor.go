@@ -45,7 +45,7 @@ func floorProcess(ctx context.Context, addr string, k, n int, cpu cpuMeter) (res
 
 // floorLoop runs the floor loop with batch k over n waiting jobs of db's default queue.
 func floorLoop(ctx context.Context, s *r.Session, db string, k, n int, cpu cpuMeter) (result, error) {
-	f := newFloorRounds(db, k, nil)
+	f := newFloorRounds(db, k, nil, 0)
 	cpuUsed, selfUsed := cpu.span(), self.span()
 	start := time.Now()
 	for done := 0; done < n; {
@@ -74,9 +74,17 @@ type floorRounds struct {
 	// them: the part of the jobs one of several floor processes takes, so that they never
 	// contend (-procs).
 	lastChars []any
+	// window, when not 0, bounds the part read as a worker's must be bounded: it filters
+	// only the first window entries of the index to the part, as many as a worker's part
+	// read does (rdb.PartWindow). A worker cannot read its part
+	// without a bound: when its part is empty, or holds only jobs it must pass over, an
+	// unbounded read scans the rest of the index, the other parts' jobs and every delayed
+	// job, on every read. A windowed read that finds none of the part's jobs is followed
+	// by an unbounded one, as a worker's short read is by a read of the whole head.
+	window int
 }
 
-func newFloorRounds(db string, k int, lastChars []any) *floorRounds {
+func newFloorRounds(db string, k int, lastChars []any, window int) *floorRounds {
 	var none job.Job
 	return &floorRounds{
 		table:      r.DB(db).Table(queue.DefaultName),
@@ -85,6 +93,7 @@ func newFloorRounds(db string, k int, lastChars []any) *floorRounds {
 		claimEntry: rdb.NewLog(&none, floorQueueID, nil, job.MessageActive, job.Information, job.Active).WithoutData().Document(),
 		doneEntry:  rdb.NewLog(&none, floorQueueID, nil, job.MessageCompleted, job.Information, job.Completed).WithDuration(time.Millisecond).Document(),
 		lastChars:  lastChars,
+		window:     window,
 	}
 }
 
@@ -93,13 +102,27 @@ func newFloorRounds(db string, k int, lastChars []any) *floorRounds {
 func (f *floorRounds) round(ctx context.Context, s *r.Session) (int, error) {
 	lo := []any{r.MinVal, r.MinVal, r.MinVal, r.MinVal}
 	hi := []any{r.MaxVal, r.MaxVal, r.MaxVal, r.MaxVal}
-	term := f.read.Between(lo, hi, r.BetweenOpts{Index: rdb.IndexClaim}).OrderBy(r.OrderByOpts{Index: r.Desc(rdb.IndexClaim)})
-	if f.lastChars != nil {
-		term = term.Filter(func(doc r.Term) r.Term { return r.Expr(f.lastChars).Contains(doc.Field("id").Slice(-1)) })
+	index := f.read.Between(lo, hi, r.BetweenOpts{Index: rdb.IndexClaim}).OrderBy(r.OrderByOpts{Index: r.Desc(rdb.IndexClaim)})
+	read := func(window int) ([]string, error) {
+		term := index
+		if window > 0 {
+			term = term.Limit(window)
+		}
+		if f.lastChars != nil {
+			term = term.Filter(func(doc r.Term) r.Term { return r.Expr(f.lastChars).Contains(doc.Field("id").Slice(-1)) })
+		}
+		var ids []string
+		if err := readAll(ctx, s, term.Limit(f.k).Field("id"), &ids); err != nil {
+			return nil, fmt.Errorf("floor read: %w", err)
+		}
+		return ids, nil
 	}
-	var ids []string
-	if err := readAll(ctx, s, term.Limit(f.k).Field("id"), &ids); err != nil {
-		return 0, fmt.Errorf("floor read: %w", err)
+	ids, err := read(f.window)
+	if err == nil && len(ids) == 0 && f.window > 0 {
+		ids, err = read(0)
+	}
+	if err != nil {
+		return 0, err
 	}
 	if len(ids) == 0 {
 		return 0, nil

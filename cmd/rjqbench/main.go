@@ -84,6 +84,7 @@ func parseFlags() flags {
 	flag.StringVar(&f.serverPIDs, "server-pid", "", "the server's pid, to report its CPU per job (Linux /proc); a cluster's: its servers' pids, separated by commas")
 	flag.StringVar(&f.procs, "procs", "", "also measure these numbers of worker processes of concurrency 50 on one queue, e.g. 1,2,4,8, each beside as many floor processes with -floor (empty: none)")
 	flag.IntVar(&f.procsN, "procs-jobs", 5000, "jobs for -procs")
+	flag.BoolVar(&procsWindow, "floor-window", false, "with -procs and -floor, also measure floor processes whose part reads are bounded as a worker's (rdb.PartWindow entries of the index, then the part)")
 	flag.IntVar(&procsFinished, "procs-finished", 0, "with -procs, fill each table with this many finished jobs first (say 1000000; the library's and the floor's tables alike)")
 	flag.BoolVar(&procsFeed, "procs-feed", false, "the -procs worker processes follow the changefeed, as a queue does by default (without it they follow none)")
 	flag.BoolVar(&procsLocal, "procs-local", false, "the -procs worker processes follow the changefeed with Options.LocalEventsOnly, and count their completions by their completed events")
@@ -370,6 +371,10 @@ var tableShards int
 // job events: the worker's feed); procsLocal, the changefeed of Options.LocalEventsOnly;
 // procsListen, the whole changefeed, for a listener of completed events.
 var procsFeed, procsLocal, procsListen bool
+
+// procsWindow adds, with -procs and -floor, a floor whose part reads are bounded as a
+// worker's: what the floor pays for the bound a worker's read must have.
+var procsWindow bool
 
 // procsMasters is how many of the -procs worker processes are Queue Masters (0: all).
 var procsMasters int
@@ -682,6 +687,11 @@ func (b bench) procsRows(procs, n int, one levelResult) {
 		feed += fmt.Sprintf(", beside %d finished", procsFinished)
 	}
 	fmt.Printf("| %d processes × concurrency 50 (N=%d%s), jobs/s | %.0f | %.2f%s | | | %s | %s | |\n", procs, n, feed, res.jobsPerSec, res.queriesPerJob, floorCells, perJob(res.cpu, res.jobs), perJob(floor.cpu, floor.jobs))
+	if b.floor && procsWindow {
+		bounded := b.best(func() (result, error) { return measureProcs(b.ctx, b.addr, "floor-window", procs, 50, n, b.cpu) })
+		fmt.Printf("| … beside %d floor processes whose part reads are bounded as a worker's | | | %.0f | %.2f× | | | | %s | |\n",
+			procs, bounded.jobsPerSec, res.jobsPerSec/bounded.jobsPerSec, perJob(bounded.cpu, bounded.jobs))
+	}
 	if one.lib.jobsPerSec > 0 {
 		fmt.Printf("| … against one process at concurrency %d (floor: batch %d) | %s | | %s | | | | | | |\n",
 			50*procs, 50*procs, ratio(res.jobsPerSec, one.lib.jobsPerSec), ratio(floor.jobsPerSec, one.floor.jobsPerSec))

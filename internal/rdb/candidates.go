@@ -55,6 +55,10 @@ func PriorityValues() []int {
 // headSize is how many entries of the index head a claim of n reads at most.
 func headSize(n int) int { return n + 32 }
 
+// PartWindow is how many entries of the index head a part read of n, of of parts,
+// filters to its part at most (see partTerm).
+func PartWindow(n, of int) int { return headSize(n) * of }
+
 // readTable is the queue's table for reads that only propose candidates.
 func (t *Table) readTable() r.Term {
 	return r.DB(t.DB).Table(t.Name, r.TableOpts{ReadMode: "outdated"})
@@ -256,7 +260,7 @@ func (t *Table) partTerm(n int, skip Skip) r.Term {
 	keep := notSkipped(skip)
 	chars := r.Expr(part.lastChars())
 	mine := func(doc r.Term) r.Term { return chars.Contains(doc.Field(docfmt.ID).Slice(-1).Default(nil)) }
-	window := headSize(n) * part.Of
+	window := PartWindow(n, part.Of)
 	enough := n
 	if skip.Enough > 0 && skip.Enough < n {
 		enough = skip.Enough
