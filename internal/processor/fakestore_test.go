@@ -43,6 +43,8 @@ type fakeStore struct {
 	finished []rdb.RunKey
 	asked    []int
 	skips    [][]any
+	// duePriorities are the reads' Skip.DuePriority, in order.
+	duePriorities []*float64
 	// holdClaims is how many more Claim calls fail without landing; held keeps them, for
 	// land to apply later (a claim the server ran after the client gave it up).
 	holdClaims int
@@ -91,6 +93,7 @@ func (s *fakeStore) ReadCandidates(_ context.Context, n int, skip rdb.Skip) (rdb
 	s.reads++
 	s.asked = append(s.asked, n)
 	s.skips = append(s.skips, skip.IDs)
+	s.duePriorities = append(s.duePriorities, skip.DuePriority)
 	now := time.Now()
 	var waiting []*job.Job
 	for _, j := range s.jobs {

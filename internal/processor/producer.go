@@ -105,6 +105,10 @@ type producer struct {
 	// ahead is how many jobs a read takes beyond the free slots (see prefetch); -1
 	// before the first read.
 	ahead int
+	// duePriority is the priority whose due jobs the next part read takes the part's own
+	// from (rdb.Skip.DuePriority): set by a part read that filled the free slots with
+	// jobs of that one priority, cleared by any other read.
+	duePriority *float64
 
 	// unsure are jobs an insert that lost its answer may have claimed (see Unreserve):
 	// the loop looks for them as for lost.
@@ -555,8 +559,10 @@ func (p *producer) read(ctx context.Context, now time.Time, free int, hold holdB
 	want := p.prefetch(free)
 	skip := p.skipFor(now, hold)
 	var c rdb.Candidates
+	due := p.duePriority
+	p.duePriority = nil
 	if part := p.part(); part.Of > 1 {
-		skip.Part, skip.Enough = part, free
+		skip.Part, skip.Enough, skip.DuePriority = part, free, due
 		if c, err = pr.cfg.Store.ReadCandidates(ctx, want, skip); err != nil {
 			return nil, false, time.Time{}, err
 		}
@@ -564,9 +570,11 @@ func (p *producer) read(ctx context.Context, now time.Time, free int, hold holdB
 			p.mu.Lock()
 			p.idle = false
 			p.mu.Unlock()
+			p.duePriority = onePriority(jobs)
 			p.buf, p.bufAt, p.bufRead, p.bufChecked = jobs[free:], now, len(jobs)-free, time.Time{}
 			return jobs[:free], len(c.List) == want || len(jobs) > free, c.NextDue, nil
 		}
+		skip.DuePriority = nil
 		if !c.Whole {
 			skip.Part = rdb.Part{}
 			if c, err = pr.cfg.Store.ReadCandidates(ctx, want, skip); err != nil {
@@ -594,6 +602,16 @@ func (p *producer) read(ctx context.Context, now time.Time, free int, hold holdB
 		p.buf, p.bufRead = jobs[free:], len(jobs)-free
 	}
 	return found, more, c.NextDue, nil
+}
+
+// onePriority is the priority of jobs when they are all of one (read in priority order),
+// else nil.
+func onePriority(jobs []*job.Job) *float64 {
+	if len(jobs) == 0 || jobs[0].Priority != jobs[len(jobs)-1].Priority {
+		return nil
+	}
+	p := rdb.KeyOf(jobs[0]).Priority
+	return &p
 }
 
 func b2i(b bool) int {

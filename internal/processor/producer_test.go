@@ -473,6 +473,61 @@ func TestAShortPartReadThatSawTheWholeIndexIsNotReadAgain(t *testing.T) {
 	}
 }
 
+// A worker whose part read filled its free slots with jobs of one priority reads that
+// priority's due jobs next (rdb.Skip.DuePriority); after a read that found several
+// priorities, or too few jobs, it reads the window again.
+func TestAFullPartReadOfOnePriorityReadsItsDueRangeNext(t *testing.T) {
+	h := newHarness(t, 2, false)
+	h.p.prod.setPeers([]string{self, "host:db:q:2:other"})
+	past := time.Now().Add(-time.Second)
+	for range 3 {
+		h.store.add(job.Normal, past)
+	}
+	read := func() {
+		t.Helper()
+		_, _, _, err := h.p.prod.read(context.Background(), time.Now(), 2, holdBack{})
+		require.NoError(t, err)
+	}
+	dues := func() []any {
+		h.store.mu.Lock()
+		defer h.store.mu.Unlock()
+		out := make([]any, len(h.store.duePriorities))
+		for i, p := range h.store.duePriorities {
+			if p != nil {
+				out[i] = *p
+			}
+		}
+		return out
+	}
+	normal := float64(job.Normal)
+
+	read() // full, of Normal alone
+	read() // full again
+	h.store.add(job.High, past)
+	read() // full, of High and Normal
+	read()
+	assert.Equal(t, []any{nil, normal, normal, nil}, dues())
+
+	h.store.mu.Lock()
+	for id, j := range h.store.jobs {
+		if j.Priority == job.High {
+			delete(h.store.jobs, id)
+		}
+	}
+	h.store.mu.Unlock()
+	read() // Normal alone again
+	h.store.mu.Lock()
+	for id := range h.store.jobs {
+		if len(h.store.jobs) > 1 {
+			delete(h.store.jobs, id)
+		}
+	}
+	h.store.mu.Unlock()
+	read() // the due range, and short: a read of the whole head follows
+	read() // the window, short again: the whole head again
+	assert.Equal(t, []any{nil, normal, normal, nil, nil, normal, nil, nil, nil}, dues())
+}
+
 func TestBufferFresh(t *testing.T) {
 	now := time.Now()
 	ago := func(d time.Duration) time.Time { return now.Add(-d) }

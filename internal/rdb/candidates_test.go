@@ -115,6 +115,62 @@ func TestAShortPartReadSaysWhetherItSawTheWholeIndex(t *testing.T) {
 	assert.Len(t, c.List, 0)
 }
 
+// A worker whose last part read filled its slots with jobs of one priority reads its own
+// jobs of that priority from the range of that priority's due jobs, with no window: it
+// finds them behind any number of the other parts' jobs, never one that is not due yet,
+// and every part's due jobs of a higher priority. While a name is held back, it reads
+// the window as before.
+func TestAPartReadOfOnePrioritysDueJobsHasNoWindow(t *testing.T) {
+	tbl, insert := candidateTable(t)
+	ctx := context.Background()
+	now := time.Now()
+	part := rdb.Part{Index: 0, Of: 2}
+	normal := float64(job.Normal)
+	// (4 + 32) × 2 entries fill a read of 4's window: the other part's due jobs, first
+	// in the index.
+	for i := range 80 {
+		insert(job.Normal, '1', now.Add(-time.Hour).Add(time.Duration(i)*time.Millisecond))
+	}
+	var mine []any
+	for i := range 3 {
+		mine = append(mine, insert(job.Normal, '0', now.Add(-time.Minute).Add(time.Duration(i)*time.Millisecond)))
+	}
+	insert(job.Normal, '2', now.Add(time.Minute)) // the part's, not due yet
+	high := insert(job.High, '3', now.Add(-time.Second))
+
+	c, err := tbl.ReadCandidates(ctx, 4, rdb.Skip{Part: part, Enough: 2, DuePriority: &normal})
+	require.NoError(t, err)
+	assert.Equal(t, []any{high, mine[0], mine[1], mine[2]}, ids(c.List))
+	assert.False(t, c.Whole, "a due range's read says nothing of the rest of the index")
+	assert.True(t, c.NextDue.IsZero(), "no job of a higher priority waits: %v", c.NextDue)
+
+	// The window holds none of the part's jobs.
+	c, err = tbl.ReadCandidates(ctx, 4, rdb.Skip{Part: part, Enough: 2})
+	require.NoError(t, err)
+	assert.NotContains(t, ids(c.List), mine[0])
+	assert.Contains(t, ids(c.List), high)
+
+	c, err = tbl.ReadCandidates(ctx, 4, rdb.Skip{Part: part, Enough: 2, DuePriority: &normal, Names: []string{"held"}})
+	require.NoError(t, err)
+	assert.NotContains(t, ids(c.List), mine[0], "with a name held back, the window")
+
+	// A job of a higher priority that is not due yet is not read, but its time is.
+	soon := now.Add(30 * time.Second).UTC().Truncate(time.Millisecond)
+	insert(job.Highest, '4', soon)
+	c, err = tbl.ReadCandidates(ctx, 4, rdb.Skip{Part: part, Enough: 2, DuePriority: &normal})
+	require.NoError(t, err)
+	assert.Equal(t, []any{high, mine[0], mine[1], mine[2]}, ids(c.List))
+	assert.True(t, soon.Equal(c.NextDue), "got %v, want %v", c.NextDue, soon)
+
+	// A range that holds fewer of the part's due jobs than Enough: the window's answer.
+	windowed, err := tbl.ReadCandidates(ctx, 4, rdb.Skip{Part: part, Enough: 4})
+	require.NoError(t, err)
+	c, err = tbl.ReadCandidates(ctx, 4, rdb.Skip{Part: part, Enough: 4, DuePriority: &normal})
+	require.NoError(t, err)
+	assert.Equal(t, ids(windowed.List), ids(c.List))
+	assert.NotContains(t, ids(c.List), mine[0])
+}
+
 // A read that found its jobs in the head says when a job of a higher priority it passed
 // over falls due (a delayed job, a retry), so that a worker claiming from what it read
 // ahead reads again then (issue 35); one of a lower priority does not count.
