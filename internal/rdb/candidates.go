@@ -265,7 +265,8 @@ func (t *Table) headTerm(n int, skip Skip) r.Term {
 // never starts a job of a lower priority while the head holds one of a higher priority
 // in another worker's part (issue 35). Each read streams: the part's own stops at its
 // n-th job, the others' reads only the index above the part's last priority (empty when
-// that is the highest waiting, the usual case).
+// that is the highest waiting, the usual case). With skip.DuePriority, the part's own
+// jobs come from that priority's range of due jobs instead (partDueTerm).
 func (t *Table) partTerm(n int, skip Skip) r.Term {
 	if skip.dueRange() {
 		return t.partDueTerm(n, skip)
@@ -276,16 +277,9 @@ func (t *Table) partTerm(n int, skip Skip) r.Term {
 // partWindowTerm is partTerm's read of the part's jobs among the first PartWindow
 // entries of the index.
 func (t *Table) partWindowTerm(n int, skip Skip) r.Term {
-	part := skip.Part
-	skip.Part = Part{}
+	part, skip, mine, enough := partTests(n, skip)
 	keep := notSkipped(skip)
-	chars := r.Expr(part.lastChars())
-	mine := func(doc r.Term) r.Term { return chars.Contains(doc.Field(docfmt.ID).Slice(-1).Default(nil)) }
 	window := PartWindow(n, part.Of)
-	enough := n
-	if skip.Enough > 0 && skip.Enough < n {
-		enough = skip.Enough
-	}
 	// The part test first: it leaves out most documents, and the tests after it are then
 	// not evaluated for them (measured on RethinkDB 2.4.4, a part read of 50 due jobs of
 	// 4 parts: 15 ms of server CPU with it last, 11 with it first).
@@ -322,15 +316,8 @@ func (t *Table) partWindowTerm(n int, skip Skip) r.Term {
 // same query reads the window (partWindowTerm) and answers with that.
 func (t *Table) partDueTerm(n int, skip Skip) r.Term {
 	window := t.partWindowTerm(n, skip)
-	part := skip.Part
-	skip.Part = Part{}
+	part, skip, mine, enough := partTests(n, skip)
 	keep := notSkipped(skip)
-	chars := r.Expr(part.lastChars())
-	mine := func(doc r.Term) r.Term { return chars.Contains(doc.Field(docfmt.ID).Slice(-1).Default(nil)) }
-	enough := n
-	if skip.Enough > 0 && skip.Enough < n {
-		enough = skip.Enough
-	}
 	// Keys are [-priority, -dateEnable, …] (see IndexClaim): the due jobs of a priority
 	// are its keys from -now up.
 	p := -*skip.DuePriority
@@ -345,6 +332,20 @@ func (t *Table) partDueTerm(n int, skip Skip) r.Term {
 		read := t.headOf(higher.Union(own).CoerceTo("array"), n, enough, part.Of, skip)
 		return r.Branch(own.Count().Lt(enough), window, read.Merge(map[string]any{"whole": false}))
 	})
+}
+
+// partTests splits a part read's skip into its part and the rest, and returns the test
+// of the part's own documents and how many of them suffice (see Skip.Enough).
+func partTests(n int, skip Skip) (part Part, rest Skip, mine func(doc r.Term) r.Term, enough int) {
+	part, rest = skip.Part, skip
+	rest.Part = Part{}
+	chars := r.Expr(part.lastChars())
+	mine = func(doc r.Term) r.Term { return chars.Contains(doc.Field(docfmt.ID).Slice(-1).Default(nil)) }
+	enough = n
+	if skip.Enough > 0 && skip.Enough < n {
+		enough = skip.Enough
+	}
+	return part, rest, mine, enough
 }
 
 // partOrder orders what partTerm read for part as the part's worker claims it: by
