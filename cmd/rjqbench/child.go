@@ -98,6 +98,7 @@ func childMain(mode, addr, db string, concurrency int, part string, childCount b
 	if _, err := in.ReadString('\n'); err != nil {
 		log.Fatalf("child: %v", err)
 	}
+	defer tellCPU(self.span())
 	if c.proxy != nil {
 		c.proxy.Reset()
 	}
@@ -147,6 +148,15 @@ func (c *childCounter) counts() (total, claims uint64) {
 	return total, claims
 }
 
+// tellCPU prints, with -kinds, the CPU this child used since its measured run began
+// (its span), to the end of the run: on a machine whose cores the server shares, the
+// clients' CPU counts in the rate too.
+func tellCPU(span func() time.Duration) {
+	if kindsWanted {
+		fmt.Fprintf(os.Stderr, "child %d: %s of CPU\n", os.Getpid(), span().Round(time.Millisecond))
+	}
+}
+
 // sayer returns a function that writes one line to w at a time, flushed, from any goroutine.
 func sayer(w io.Writer) func(format string, args ...any) {
 	out := bufio.NewWriter(w)
@@ -194,6 +204,7 @@ func floorChild(ctx context.Context, addr, db string, k int, part string, window
 	if _, err := in.ReadString('\n'); err != nil {
 		log.Fatalf("child: %v", err)
 	}
+	defer tellCPU(self.span())
 	for done := 0; ; {
 		won, err := f.round(ctx, s)
 		if err != nil {
