@@ -98,7 +98,7 @@ func childMain(mode, addr, db string, concurrency int, part string, childCount b
 	if _, err := in.ReadString('\n'); err != nil {
 		log.Fatalf("child: %v", err)
 	}
-	defer tellCPU(self.span())
+	defer tellCPU(mode, self.span())
 	if c.proxy != nil {
 		c.proxy.Reset()
 	}
@@ -151,9 +151,9 @@ func (c *childCounter) counts() (total, claims uint64) {
 // tellCPU prints, with -kinds, the CPU this child used since its measured run began
 // (its span), to the end of the run: on a machine whose cores the server shares, the
 // clients' CPU counts in the rate too.
-func tellCPU(span func() time.Duration) {
+func tellCPU(mode string, span func() time.Duration) {
 	if kindsWanted {
-		fmt.Fprintf(os.Stderr, "child %d: %s of CPU\n", os.Getpid(), span().Round(time.Millisecond))
+		fmt.Fprintf(os.Stderr, "child %d (%s): %s of CPU\n", os.Getpid(), mode, span().Round(time.Millisecond))
 	}
 }
 
@@ -204,7 +204,7 @@ func floorChild(ctx context.Context, addr, db string, k int, part string, window
 	if _, err := in.ReadString('\n'); err != nil {
 		log.Fatalf("child: %v", err)
 	}
-	defer tellCPU(self.span())
+	defer tellCPU(map[bool]string{false: "floor", true: "floor-window"}[windowed], self.span())
 	for done := 0; ; {
 		won, err := f.round(ctx, s)
 		if err != nil {
