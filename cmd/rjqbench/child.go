@@ -204,7 +204,11 @@ func floorChild(ctx context.Context, addr, db string, k int, part string, window
 	if _, err := in.ReadString('\n'); err != nil {
 		log.Fatalf("child: %v", err)
 	}
-	defer tellCPU(map[bool]string{false: "floor", true: "floor-window"}[windowed], self.span())
+	mode := "floor"
+	if windowed {
+		mode = "floor-window"
+	}
+	defer tellCPU(mode, self.span())
 	for done := 0; ; {
 		won, err := f.round(ctx, s)
 		if err != nil {
