@@ -364,3 +364,57 @@ func TestProgressInATightLoopIsCoalesced(t *testing.T) {
 	assert.Less(t, writes, calls/10, "progress writes were not coalesced")
 	assert.Positive(t, writes)
 }
+
+// A waiting document written by hand whose id is not a string (here a number, of the
+// highest priority) never stops workers that split the table's jobs into parts: a part
+// read once sliced every id, and such a document failed every part read of every worker
+// for as long as it waited, so that no job was claimed at all once the workers knew of
+// each other. It is reported, left as it was, and the good jobs all complete.
+func TestAnIDThatIsNotAStringNeverStopsWorkersThatSplitTheTable(t *testing.T) {
+	t.Parallel()
+	opts := func() *queue.Options {
+		// Beats every 400 ms: the workers learn of each other, and claim by parts, at once.
+		return &queue.Options{Concurrency: 5, Heartbeat: 400 * time.Millisecond, MasterInterval: -1}
+	}
+	f := newFixture(t, opts())
+	other := newQueue(t, f, opts())
+	ctx := testContext(t)
+
+	model, err := f.q.AddJob(ctx, f.q.CreateJob("bad").SetPriority(job.Highest))
+	require.NoError(t, err)
+	doc := f.rawDoc(t, model[0].ID)
+	_, err = f.q.RemoveJob(ctx, model[0].ID)
+	require.NoError(t, err)
+	doc["id"] = 42
+	_, err = f.table().Insert(doc).RunWrite(f.raw)
+	require.NoError(t, err)
+
+	completed := f.q.Events(ctx, queue.EventCompleted)
+	errs := f.q.Events(ctx, queue.EventError)
+	handle := func(ctx context.Context, j *job.Job) (any, error) {
+		time.Sleep(20 * time.Millisecond) // the work: long enough for the workers to beat while they run
+		return nil, nil
+	}
+	require.NoError(t, f.q.Process(handle))
+	require.NoError(t, other.Process(handle))
+	good := f.add(t, 300)
+	waitForAll(t, completed, queue.EventCompleted, good...)
+
+	var raw map[string]any
+	cur, err := f.table().Get(42).Run(f.raw)
+	require.NoError(t, err)
+	require.NoError(t, cur.One(&raw))
+	assert.Equal(t, "waiting", raw["status"], "the document is left as it was")
+	require.Eventually(t, func() bool {
+		for {
+			select {
+			case e := <-errs:
+				if e.JobID == "42" {
+					return true
+				}
+			default:
+				return false
+			}
+		}
+	}, 10*time.Second, 10*time.Millisecond, "the document of id 42 is reported")
+}

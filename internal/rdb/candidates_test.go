@@ -245,3 +245,50 @@ func TestHeadPriority(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, ok, "a first job whose priority is not a number")
 }
+
+// A document written by hand whose id is not a string (a number, a bool; a time on a
+// real server) never fails a part read. The part test once sliced every id, and one such
+// waiting document failed every part read of every worker of the table, for as long as
+// it waited. Its id now counts by its string form, and the read that proposes it sets it
+// aside as a document that cannot be processed.
+func TestAPartReadSurvivesAnIDThatIsNotAString(t *testing.T) {
+	tbl, insert := candidateTable(t)
+	past := time.Now().Add(-time.Second)
+	mine := insert(job.Normal, '0', past)
+	bad := []any{42}
+	if !testserver.Get(t).IsReqlite() {
+		// reqlite coerces no bool to a string, as RethinkDB does, and takes no time as a
+		// primary key.
+		bad = append(bad, true, time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC))
+	}
+	for _, id := range bad {
+		j := job.New(nil, job.Options{})
+		j.Status, j.DateEnable = job.Waiting, past.UTC().Truncate(time.Millisecond)
+		doc := j.Document()
+		doc["id"] = id
+		_, err := r.DB(tbl.DB).Table("jobs").Insert(doc).RunWrite(testserver.Session(t))
+		require.NoError(t, err)
+	}
+	normal := float64(job.Normal)
+	for _, skip := range []rdb.Skip{
+		{Part: rdb.Part{Index: 0, Of: 2}},
+		{Part: rdb.Part{Index: 1, Of: 2}},
+		{Part: rdb.Part{Index: 0, Of: 2}, Enough: 1, DuePriority: &normal},
+	} {
+		c, err := tbl.ReadCandidates(context.Background(), 10, skip)
+		require.NoError(t, err, "part %+v", skip.Part)
+		assert.Contains(t, ids(c.List), mine)
+		var unreadable []any
+		for _, cand := range c.List {
+			if cand.ID != mine {
+				assert.Error(t, cand.Err, "%v is proposed to be set aside", cand.ID)
+				unreadable = append(unreadable, cand.ID)
+			}
+		}
+		if skip.DuePriority == nil {
+			// Short of its own: it takes every part's (ids come back as the driver reads
+			// them: 42 as a float64, the time in its stored zone).
+			assert.Len(t, unreadable, len(bad), "%v", unreadable)
+		}
+	}
+}
