@@ -85,13 +85,7 @@ func (t *Table) outcomeGroups(outs []Outcome) []*outcomeGroup {
 	byKey := make(map[outcomeKey]*outcomeGroup)
 	var groups []*outcomeGroup
 	for _, o := range outs {
-		k := outcomeKey{pc: o.ProcessCount, status: o.Status, finished: o.DateFinished.UnixNano(), hasEnable: o.DateEnable != nil}
-		if o.Progress != nil {
-			k.hasProgress, k.progress = true, *o.Progress
-		}
-		if o.RetryCount != nil {
-			k.hasRetries, k.retries = true, *o.RetryCount
-		}
+		k := outcomeKeyOf(o)
 		g, ok := byKey[k]
 		if !ok {
 			g = &outcomeGroup{outcomeKey: k, finished: o.DateFinished, lookup: map[string]map[string]any{"e": {}, "t": {}, "d": {}}}
@@ -100,21 +94,40 @@ func (t *Table) outcomeGroups(outs []Outcome) []*outcomeGroup {
 		}
 		g.ids = append(g.ids, o.ID)
 		g.lookup["e"][o.ID] = o.Entry.Document()
-		g.lookup["t"][o.ID] = o.Trunc.Document()
 		if o.DateEnable != nil {
 			g.lookup["d"][o.ID] = *o.DateEnable
 		}
 		g.nearLimit = g.nearLimit || t.nearLimit(o.LogLen)
 	}
 	for _, g := range groups {
-		if !g.nearLimit {
-			delete(g.lookup, "t")
-		}
 		if !g.hasEnable {
 			delete(g.lookup, "d")
 		}
+		if !g.nearLimit {
+			delete(g.lookup, "t")
+		}
+	}
+	// The truncation entries only for the groups that may reach the limit: each is a
+	// document built, converted to a term and dropped, for nothing, in every other group
+	// (about 2 % of what a worker allocated, measured at C=50).
+	for _, o := range outs {
+		if g := byKey[outcomeKeyOf(o)]; g.nearLimit {
+			g.lookup["t"][o.ID] = o.Trunc.Document()
+		}
 	}
 	return groups
+}
+
+// outcomeKeyOf is the key of o's group.
+func outcomeKeyOf(o Outcome) outcomeKey {
+	k := outcomeKey{pc: o.ProcessCount, status: o.Status, finished: o.DateFinished.UnixNano(), hasEnable: o.DateEnable != nil}
+	if o.Progress != nil {
+		k.hasProgress, k.progress = true, *o.Progress
+	}
+	if o.RetryCount != nil {
+		k.hasRetries, k.retries = true, *o.RetryCount
+	}
+	return k
 }
 
 // finishTerm is the update that writes one group of outcomes.
