@@ -339,12 +339,12 @@ func (t *Table) partDueTerm(n int, skip Skip) r.Term {
 func partTests(n int, skip Skip) (part Part, rest Skip, mine func(doc r.Term) r.Term, enough int) {
 	part, rest = skip.Part, skip
 	rest.Part = Part{}
-	// The id's last character, as a regular expression's class: the test costs the server
-	// what a slice of the id tested against a list of characters costs, and unlike a
-	// slice it does not fail for an id that is not a string (a document written by
+	// The id's last character, matched against a class of the part's: the test costs the
+	// server what a slice of the id looked up in a list costs, and unlike a slice it does
+	// not fail the whole read for an id that is not a string (a document written by
 	// hand), which the coercion makes one. Such a document cannot be processed: whichever
-	// part reads it sets it aside.
-	// A part of none (of more than 16 parts) holds no job.
+	// part reads it sets it aside. A part that has no character (of more than 16 parts)
+	// holds no job.
 	mine = func(r.Term) r.Term { return r.Expr(false) }
 	if chars := part.lastChars(); len(chars) > 0 {
 		re := "["
