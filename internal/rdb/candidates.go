@@ -235,13 +235,17 @@ func worstOf(docs r.Term, n int) r.Term {
 func (t *Table) headOf(docs r.Term, n, enough, of int, skip Skip) r.Term {
 	keep := notSkipped(skip)
 	return r.Do(docs, func(docs r.Term) r.Term {
-		ahead := t.better(worstOf(docs, enough)).Limit(headSize(n) * of).Filter(func(doc r.Term) r.Term {
-			return claimableNow(doc).Not().And(keep(doc))
-		}).Map(func(doc r.Term) r.Term { return doc.Field(docfmt.DateEnable) }).CoerceTo("array")
-		return r.Do(ahead, func(ahead r.Term) r.Term {
-			return r.Expr(map[string]any{"docs": docs, "next": r.Branch(ahead.IsEmpty(), nil, ahead.Min())})
-		})
+		return r.Expr(map[string]any{"docs": docs, "next": nextDue(t.better(worstOf(docs, enough)).Limit(headSize(n)*of), keep)})
 	})
+}
+
+// nextDue is when the first of rows (entries of the claim index) that keep keeps and that
+// is not due yet falls due: nil when there is none.
+func nextDue(rows r.Term, keep func(doc r.Term) r.Term) r.Term {
+	ahead := rows.Filter(func(doc r.Term) r.Term {
+		return claimableNow(doc).Not().And(keep(doc))
+	}).Map(func(doc r.Term) r.Term { return doc.Field(docfmt.DateEnable) }).CoerceTo("array")
+	return r.Do(ahead, func(ahead r.Term) r.Term { return r.Branch(ahead.IsEmpty(), nil, ahead.Min()) })
 }
 
 // headTerm reads up to n due jobs among the first headSize(n) of the index.
@@ -334,14 +338,7 @@ func (t *Table) partDueTerm(n int, skip Skip) r.Term {
 		above := t.better(r.Expr(*skip.DuePriority)).Limit(PartWindow(n, part.Of)).CoerceTo("array")
 		read := r.Do(above, func(above r.Term) r.Term {
 			higher := above.Filter(func(doc r.Term) r.Term { return keep(doc).And(claimableNow(doc)) }).Limit(n)
-			ahead := above.Filter(func(doc r.Term) r.Term {
-				return claimableNow(doc).Not().And(keep(doc))
-			}).Map(func(doc r.Term) r.Term { return doc.Field(docfmt.DateEnable) })
-			return r.Expr(map[string]any{
-				"docs":  higher.Union(own).CoerceTo("array"),
-				"next":  r.Branch(ahead.IsEmpty(), nil, ahead.Min()),
-				"whole": false,
-			})
+			return r.Expr(map[string]any{"docs": higher.Union(own).CoerceTo("array"), "next": nextDue(above, keep), "whole": false})
 		})
 		return r.Branch(own.Count().Lt(enough), window, read)
 	})
