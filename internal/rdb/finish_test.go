@@ -9,9 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
-	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
-	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -20,10 +18,8 @@ import (
 // an error) go whole. Whichever way, each job's log ends with its own outcome's entry,
 // as Document makes it.
 func TestOutcomesOfOneWriteEachLogTheirOwnEntry(t *testing.T) {
-	db, s := testserver.DB(t), testserver.Session(t)
+	tbl, s, db := workerTable(t)
 	ctx := context.Background()
-	require.NoError(t, dbinit.Assert(ctx, dbinit.Target{Session: s, DB: db, Table: "jobs"}))
-	tbl := &rdb.Table{Session: s, DB: db, Name: "jobs", QueueID: "worker:a", LimitJobLogs: 100}
 	at := time.Now().UTC().Truncate(time.Millisecond)
 	var outs []rdb.Outcome
 	add := func(entry func(j *job.Job) job.LogEntry) {

@@ -8,9 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
-	"github.com/rjqgo/rethinkdb-job-queue/dbinit"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
-	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -18,10 +16,8 @@ import (
 // finished or blocked ones nor jobs of no group, and says when it read fewer than there
 // are; a group that is no string (written by hand) is left out.
 func TestGroupCountsCountsTheLiveJobsOfEachGroup(t *testing.T) {
-	db, s := testserver.DB(t), testserver.Session(t)
+	tbl, s, db := workerTable(t)
 	ctx := context.Background()
-	require.NoError(t, dbinit.Assert(ctx, dbinit.Target{Session: s, DB: db, Table: "jobs"}))
-	tbl := &rdb.Table{Session: s, DB: db, Name: "jobs", QueueID: "worker:a", LimitJobLogs: 100}
 	var docs []any
 	add := func(group any, status job.Status, n int) {
 		for range n {

@@ -18,15 +18,23 @@ import (
 
 func TestMain(m *testing.M) { testserver.Main(m) }
 
+// workerTable makes the table "jobs" of a database of the test's own, and returns it as
+// the queue "worker:a" writes it (logs of 100 entries at most), with its session and
+// database.
+func workerTable(t *testing.T) (*rdb.Table, *r.Session, string) {
+	t.Helper()
+	db, s := testserver.DB(t), testserver.Session(t)
+	require.NoError(t, dbinit.Assert(context.Background(), dbinit.Target{Session: s, DB: db, Table: "jobs"}))
+	return &rdb.Table{Session: s, DB: db, Name: "jobs", QueueID: "worker:a", LimitJobLogs: 100}, s, db
+}
+
 // An outcome whose answer was lost landed, and the job was claimed again by another
 // queue before the completer looked: the job no longer carries this queue's stamp, but
 // its log holds the outcome's entry, so the outcome counts as written (its event is
 // raised, no false warning). A run the review failed instead does not.
 func TestAnOutcomeThatLandedBeforeAClaimElsewhereCountsAsWritten(t *testing.T) {
-	db, s := testserver.DB(t), testserver.Session(t)
+	tbl, s, db := workerTable(t)
 	ctx := context.Background()
-	require.NoError(t, dbinit.Assert(ctx, dbinit.Target{Session: s, DB: db, Table: "jobs"}))
-	tbl := &rdb.Table{Session: s, DB: db, Name: "jobs", QueueID: "worker:a", LimitJobLogs: 100}
 	active := func() *job.Job {
 		j := job.New(nil, job.DefaultOptions())
 		j.Status, j.ProcessCount, j.QueueID, j.DateStarted = job.Active, 1, "worker:a", time.Now()

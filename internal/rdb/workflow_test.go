@@ -263,10 +263,8 @@ func TestReleaseOfOneParentsChildren(t *testing.T) {
 // given that have that parent alone; a child with another parent stays blocked. An
 // outcome that does not land (its run no longer owns the job) releases nothing.
 func TestFinishReleaseClaimsTheParentsOwnChildrenOnlyWhenItLands(t *testing.T) {
-	db, s := testserver.DB(t), testserver.Session(t)
+	tbl, s, db := workerTable(t)
 	ctx := context.Background()
-	require.NoError(t, dbinit.Assert(ctx, dbinit.Target{Session: s, DB: db, Table: "jobs"}))
-	tbl := &rdb.Table{Session: s, DB: db, Name: "jobs", QueueID: "worker:a", LimitJobLogs: 100}
 	insert := func(j *job.Job) string {
 		_, err := r.DB(db).Table("jobs").Insert(j.Document()).RunWrite(s)
 		require.NoError(t, err)
@@ -326,10 +324,8 @@ func TestFinishReleaseClaimsTheParentsOwnChildrenOnlyWhenItLands(t *testing.T) {
 // are put back as they were, in the same query, and none is returned to run.
 func TestFinishReleasePutsTheChildrenBackWhenTheParentsOutcomeFails(t *testing.T) {
 	testserver.SkipOnReqlite(t, "a document compared with eq to an object is never equal there, so the guard that puts a child back only while it is as the claim left it never holds")
-	db, s := testserver.DB(t), testserver.Session(t)
+	tbl, s, db := workerTable(t)
 	ctx := context.Background()
-	require.NoError(t, dbinit.Assert(ctx, dbinit.Target{Session: s, DB: db, Table: "jobs"}))
-	tbl := &rdb.Table{Session: s, DB: db, Name: "jobs", QueueID: "worker:a", LimitJobLogs: 100}
 	parent := job.New(nil, job.DefaultOptions())
 	parent.Status, parent.ProcessCount, parent.QueueID, parent.DateStarted = job.Active, 1, "worker:a", time.Now()
 	doc := parent.Document()
@@ -360,10 +356,8 @@ func TestFinishReleasePutsTheChildrenBackWhenTheParentsOutcomeFails(t *testing.T
 // child claimed before its parent completed (a FinishRelease whose undo never ran) back
 // blocked rather than return it to run; a child whose parents completed is returned.
 func TestReadClaimedHerePutsBackAChildWhoseParentHasNotCompleted(t *testing.T) {
-	db, s := testserver.DB(t), testserver.Session(t)
+	tbl, s, db := workerTable(t)
 	ctx := context.Background()
-	require.NoError(t, dbinit.Assert(ctx, dbinit.Target{Session: s, DB: db, Table: "jobs"}))
-	tbl := &rdb.Table{Session: s, DB: db, Name: "jobs", QueueID: "worker:a", LimitJobLogs: 100}
 	insert := func(j *job.Job) {
 		_, err := r.DB(db).Table("jobs").Insert(j.Document()).RunWrite(s)
 		require.NoError(t, err)
