@@ -3,6 +3,7 @@ package rdb
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -112,9 +113,14 @@ func (t *Table) outcomeGroups(outs []Outcome) []*outcomeGroup {
 				doc["duration"] = ms
 			}
 		}
+		// A shared group looks up each run's duration ("u"), any other its whole entry ("e").
+		looked, value := "e", any(doc)
+		if k.shared {
+			looked, value = "u", ms
+		}
 		g, ok := byKey[k]
 		if !ok {
-			g = &outcomeGroup{outcomeKey: k, finished: o.DateFinished, lookup: map[string]map[string]any{"e": {}, "u": {}, "t": {}, "d": {}}}
+			g = &outcomeGroup{outcomeKey: k, finished: o.DateFinished, lookup: map[string]map[string]any{looked: {}, "t": {}, "d": {}}}
 			if k.shared {
 				g.entry = doc
 			}
@@ -123,22 +129,13 @@ func (t *Table) outcomeGroups(outs []Outcome) []*outcomeGroup {
 		}
 		of[i] = g
 		g.ids = append(g.ids, o.ID)
-		if k.shared {
-			g.lookup["u"][o.ID] = ms
-		} else {
-			g.lookup["e"][o.ID] = doc
-		}
+		g.lookup[looked][o.ID] = value
 		if o.DateEnable != nil {
 			g.lookup["d"][o.ID] = *o.DateEnable
 		}
 		g.nearLimit = g.nearLimit || t.nearLimit(o.LogLen)
 	}
 	for _, g := range groups {
-		if g.shared {
-			delete(g.lookup, "e")
-		} else {
-			delete(g.lookup, "u")
-		}
 		if !g.hasEnable {
 			delete(g.lookup, "d")
 		}
@@ -214,10 +211,7 @@ func (t *Table) finishRow(g *outcomeGroup, l, row r.Term) r.Term {
 	}
 	var entry any = l.Field("e").Field(id)
 	if g.shared {
-		e := make(map[string]any, len(g.entry)+1)
-		for k, v := range g.entry {
-			e[k] = v
-		}
+		e := maps.Clone(g.entry)
 		e["duration"] = l.Field("u").Field(id)
 		entry = e
 	}
