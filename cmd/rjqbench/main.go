@@ -6,7 +6,7 @@
 //     queries per job at each concurrency; with -floor the floor loop with batch k = the
 //     concurrency; with -server-pid the server's CPU per job for each;
 //
-//   - procs: for each N of -procs (e.g. 1,2,4,8), N worker processes of concurrency 50 on one queue;
+//   - procs: for each N of -procs (e.g. 1,2,4,8), N worker processes of concurrency 50 (-procs-concurrency) on one queue;
 //
 //   - add: one AddJob of -add jobs, and with -floor plain batched inserts of the same
 //     documents;
@@ -82,12 +82,13 @@ func parseFlags() flags {
 	flag.BoolVar(&f.node, "node", false, "measure the Node.js original too (needs node and npm)")
 	flag.BoolVar(&f.floor, "floor", false, "measure the floor loop and plain inserts too")
 	flag.StringVar(&f.serverPIDs, "server-pid", "", "the server's pid, to report its CPU per job (Linux /proc); a cluster's: its servers' pids, separated by commas")
-	flag.StringVar(&f.procs, "procs", "", "also measure these numbers of worker processes of concurrency 50 on one queue, e.g. 1,2,4,8, each beside as many floor processes with -floor (empty: none)")
+	flag.StringVar(&f.procs, "procs", "", "also measure these numbers of worker processes of concurrency 50 (-procs-concurrency) on one queue, e.g. 1,2,4,8, each beside as many floor processes with -floor (empty: none)")
 	flag.IntVar(&f.procsN, "procs-jobs", 5000, "jobs for -procs")
 	flag.BoolVar(&procsWindow, "floor-window", false, "with -procs and -floor, also measure floor processes whose part reads are bounded as a worker's (rdb.PartWindow entries of the index, then the part)")
 	flag.IntVar(&procsFinished, "procs-finished", 0, "with -procs, fill each table with this many finished jobs first (say 1000000; the library's and the floor's tables alike)")
 	flag.BoolVar(&procsFeed, "procs-feed", false, "the -procs worker processes follow the changefeed, as a queue does by default (without it they follow none)")
 	flag.BoolVar(&procsLocal, "procs-local", false, "the -procs worker processes follow the changefeed with Options.LocalEventsOnly, and count their completions by their completed events")
+	flag.IntVar(&procsConcurrency, "procs-concurrency", 50, "the concurrency of each -procs worker process, and the batch of each floor process beside them")
 	flag.IntVar(&procsMasters, "procs-masters", 0, "how many of the -procs worker processes are Queue Masters, as the README advises one or two (0: all, a queue's default)")
 	flag.BoolVar(&procsListen, "procs-listen", false, "the -procs worker processes follow the changefeed and count their completions by their completed events, which makes it the whole feed")
 	flag.StringVar(&f.groups, "groups", "", "also measure each -concurrency level with its jobs spread over groups of a running limit, groups:limit, e.g. 1000:5 (empty: none)")
@@ -186,7 +187,7 @@ func (b bench) run(f flags) {
 		b.priorityRows(f.priority, f.priorityShards, f.priorityWork, f.priorityNoFeed, f.rounds)
 	}
 	for _, p := range splitInts("procs", f.procs) {
-		b.procsRows(p, f.procsN, byLevel[50*p])
+		b.procsRows(p, f.procsN, byLevel[procsConcurrency*p])
 	}
 	if f.addN > 0 {
 		b.addRow(f.addN)
@@ -378,6 +379,10 @@ var procsWindow bool
 
 // procsMasters is how many of the -procs worker processes are Queue Masters (0: all).
 var procsMasters int
+
+// procsConcurrency is the concurrency of each -procs worker process, and the batch of
+// each floor process beside them.
+var procsConcurrency int
 
 // procsFinished is how many finished jobs (in the Node format, as a table that has been
 // in use for a month holds) each -procs table gets before its jobs are processed.
@@ -662,16 +667,17 @@ func envOr(key, def string) string {
 	return def
 }
 
-// procsRows measures procs worker processes of concurrency 50 on one queue over n jobs
-// (and, with -floor, procs floor loops of batch 50), against one process at concurrency
-// 50 × procs (one, when measured): the library's against the library's, the floor's
-// against the floor's.
+// procsRows measures procs worker processes of concurrency c (-procs-concurrency) on one
+// queue over n jobs (and, with -floor, procs floor loops of batch c), against one process
+// at concurrency c × procs (one, when measured): the library's against the library's, the
+// floor's against the floor's.
 func (b bench) procsRows(procs, n int, one levelResult) {
-	res := b.best(func() (result, error) { return measureProcs(b.ctx, b.addr, "process", procs, 50, n, b.cpu) })
+	c := procsConcurrency
+	res := b.best(func() (result, error) { return measureProcs(b.ctx, b.addr, "process", procs, c, n, b.cpu) })
 	floorCells := " | |"
 	var floor result
 	if b.floor {
-		floor = b.best(func() (result, error) { return measureProcs(b.ctx, b.addr, "floor", procs, 50, n, b.cpu) })
+		floor = b.best(func() (result, error) { return measureProcs(b.ctx, b.addr, "floor", procs, c, n, b.cpu) })
 		floorCells = fmt.Sprintf(" | %.0f | %.2f×", floor.jobsPerSec, res.jobsPerSec/floor.jobsPerSec)
 	}
 	feed := ""
@@ -686,15 +692,15 @@ func (b bench) procsRows(procs, n int, one levelResult) {
 	if procsFinished > 0 {
 		feed += fmt.Sprintf(", beside %d finished", procsFinished)
 	}
-	fmt.Printf("| %d processes × concurrency 50 (N=%d%s), jobs/s | %.0f | %.2f%s | | | %s | %s | |\n", procs, n, feed, res.jobsPerSec, res.queriesPerJob, floorCells, perJob(res.cpu, res.jobs), perJob(floor.cpu, floor.jobs))
+	fmt.Printf("| %d processes × concurrency %d (N=%d%s), jobs/s | %.0f | %.2f%s | | | %s | %s | |\n", procs, c, n, feed, res.jobsPerSec, res.queriesPerJob, floorCells, perJob(res.cpu, res.jobs), perJob(floor.cpu, floor.jobs))
 	if b.floor && procsWindow {
-		bounded := b.best(func() (result, error) { return measureProcs(b.ctx, b.addr, "floor-window", procs, 50, n, b.cpu) })
+		bounded := b.best(func() (result, error) { return measureProcs(b.ctx, b.addr, "floor-window", procs, c, n, b.cpu) })
 		fmt.Printf("| … beside %d floor processes whose part reads are bounded as a worker's | | | %.0f | %.2f× | | | | %s | |\n",
 			procs, bounded.jobsPerSec, res.jobsPerSec/bounded.jobsPerSec, perJob(bounded.cpu, bounded.jobs))
 	}
 	if one.lib.jobsPerSec > 0 {
 		fmt.Printf("| … against one process at concurrency %d (floor: batch %d) | %s | | %s | | | | | | |\n",
-			50*procs, 50*procs, ratio(res.jobsPerSec, one.lib.jobsPerSec), ratio(floor.jobsPerSec, one.floor.jobsPerSec))
+			c*procs, c*procs, ratio(res.jobsPerSec, one.lib.jobsPerSec), ratio(floor.jobsPerSec, one.floor.jobsPerSec))
 	}
 }
 
