@@ -56,7 +56,7 @@ func PriorityValues() []int {
 func headSize(n int) int { return n + 32 }
 
 // PartWindow is how many entries of the index head a part read of n, of of parts,
-// filters to its part at most (see partTerm).
+// filters to its part at most (see readPart).
 func PartWindow(n, of int) int { return headSize(n) * of }
 
 // readTable is the queue's table for reads that only propose candidates.
@@ -115,7 +115,7 @@ type Skip struct {
 	Enough int
 	// DuePriority, reading a part, when set, reads the part's own jobs from the due jobs
 	// of that priority alone, with no window, and every part's jobs of a higher priority
-	// (see partTerm): for a worker whose last part read filled its free slots with jobs
+	// (see readPart): for a worker whose last part read filled its free slots with jobs
 	// of that priority. It is not used while names, groups or sequences are held back,
 	// whose due jobs such a read would pass over on every read.
 	DuePriority *float64
@@ -174,7 +174,7 @@ func (p Part) lastChars() []any {
 	return out
 }
 
-// notSkipped leaves out the documents of skip but its part (see partTerm).
+// notSkipped leaves out the documents of skip but its part (see readPart).
 func notSkipped(skip Skip) func(doc r.Term) r.Term {
 	ids, names := r.Expr(skip.IDs), r.Expr(skip.Names)
 	return func(doc r.Term) r.Term {
@@ -208,7 +208,7 @@ func claimableNow(doc r.Term) r.Term {
 type head struct {
 	Docs []map[string]any `rethinkdb:"docs"`
 	Next any              `rethinkdb:"next"`
-	// Whole is set by a part read whose window held the whole index (see partTerm).
+	// Whole is set by a part read whose window held the whole index (see readPart).
 	Whole bool `rethinkdb:"whole"`
 }
 
@@ -257,29 +257,34 @@ func (t *Table) headTerm(n int, skip Skip) r.Term {
 	return t.headOf(docs, n, n, 1, skip)
 }
 
-// partTerm reads, among the due jobs of the index's head (the first headSize(n) per part),
-// up to n of part skip.Part's, and, up to n, those of the other parts that a claim must
-// not pass over: of a higher priority than the last of the part's own (every other part's
-// when the part has fewer than skip.Enough). A part's jobs are not spread evenly over the
-// head: jobs added together share their dates, and the index orders them by id, so by
-// part. Filling a read ahead with other parts' jobs of the same priority made the
+// readPart reads, among the due jobs of the index's head (the first headSize(n) per
+// part), up to n of part skip.Part's, and, up to n, those of the other parts that a claim
+// must not pass over: of a higher priority than the last of the part's own (every other
+// part's when the part has fewer than skip.Enough). A part's jobs are not spread evenly
+// over the head: jobs added together share their dates, and the index orders them by id,
+// so by part. Filling a read ahead with other parts' jobs of the same priority made the
 // workers aim at each other's jobs: with 4 processes on a backlog added in bulk, a
-// quarter of the claims missed some (measured on RethinkDB 2.4.4). A worker then claims its own jobs first within a
-// priority, so that workers that read the head together seldom aim at the same jobs, and
-// never starts a job of a lower priority while the head holds one of a higher priority
-// in another worker's part (issue 35). Each read streams: the part's own stops at its
-// n-th job, the others' reads only the index above the part's last priority (empty when
-// that is the highest waiting, the usual case). With skip.DuePriority, the part's own
-// jobs come from that priority's range of due jobs instead (partDueTerm).
-func (t *Table) partTerm(n int, skip Skip) r.Term {
+// quarter of the claims missed some (measured on RethinkDB 2.4.4). A worker then claims
+// its own jobs first within a priority, so that workers that read the head together
+// seldom aim at the same jobs, and never starts a job of a lower priority while the head
+// holds one of a higher priority in another worker's part (issue 35). The part's own
+// read stops at its n-th job, the others' reads only the index above the part's last
+// priority (empty when that is the highest waiting, the usual case). With
+// skip.DuePriority, the part's own jobs come from that priority's range of due jobs
+// (readPartDue), else from a window of the index (partWindowTerm).
+func (t *Table) readPart(ctx context.Context, n int, skip Skip) (head, error) {
 	if skip.dueRange() {
-		return t.partDueTerm(n, skip)
+		if h, ok, err := t.readPartDue(ctx, n, skip); err != nil || ok {
+			return h, err
+		}
 	}
-	return t.partWindowTerm(n, skip)
+	var h head
+	err := t.ReadOne(ctx, t.partWindowTerm(n, skip), &h)
+	return h, err
 }
 
-// partWindowTerm is partTerm's read of the part's jobs among the first PartWindow
-// entries of the index.
+// partWindowTerm is readPart's read of the part's jobs among the first PartWindow
+// entries of the index, in one query.
 func (t *Table) partWindowTerm(n int, skip Skip) r.Term {
 	part, skip, mine, enough := partTests(n, skip)
 	keep := notSkipped(skip)
@@ -306,42 +311,59 @@ func (t *Table) partWindowTerm(n int, skip Skip) r.Term {
 	})
 }
 
-// partDueTerm is partTerm for a worker whose last part read filled its slots with jobs of
-// one priority (Skip.DuePriority): it reads up to n of the part's own due jobs of that
+// readPartDue is readPart for a worker whose last part read filled its slots with jobs
+// of one priority (Skip.DuePriority): it reads up to n of the part's own due jobs of that
 // priority, from the index's range of the due jobs of that priority, with no window, and
-// up to n due jobs of a higher priority, of every part, as partTerm reads the other
-// parts' (a window of the index above the priority). What partTerm's window costs is
-// that it reads all of its entries before it filters them, where a range read filters as
-// it goes and stops at the n-th job: measured on RethinkDB 2.4.4 with 8 worker processes,
-// about 0.1–0.15 ms of server CPU a job (docs/performance.md). The range holds no job
-// that is not due, however many are delayed; it does hold the other parts' due jobs of
-// the priority, which the read passes over, so a worker uses it only while its last read
-// found its fill there. When the range holds fewer than Enough of the part's jobs, the
-// same query reads the window (partWindowTerm) and answers with that.
-func (t *Table) partDueTerm(n int, skip Skip) r.Term {
-	window := t.partWindowTerm(n, skip)
+// then, in a second query, up to n due jobs of a higher priority, of every part, as
+// partWindowTerm reads the other parts' (a window of the index above the priority). ok is
+// false, and nothing else is read, when the range holds fewer than Enough of the part's
+// jobs: readPart then reads the window.
+//
+// The window (partWindowTerm) reads all of its entries before it filters them, where a
+// range read filters as it goes and stops at the n-th job: measured on RethinkDB 2.4.4
+// with 8 worker processes, about 0.1–0.15 ms of server CPU a job (docs/performance.md).
+// The range holds no job that is not due, however many are delayed; it does hold the
+// other parts' due jobs of the priority, which the read passes over, so a worker uses it
+// only while its last read found its fill there.
+//
+// The part's own jobs are read as a stream, and the look above in a second query, not
+// both as arrays of one query: RethinkDB reads a filtered range cut by a limit further
+// ahead when the result is an array (about three times the documents, at 50 a read and
+// 8 parts). Measured on RethinkDB 2.4.4, 8 worker processes of concurrency 10 (reads of
+// 40): 2.55–2.76 ms of server CPU a job against 3.28–3.40, 0.90–0.92× the floor's rate
+// against 0.74–0.80×; at concurrency 50 (reads of 200) no difference
+// (docs/performance.md, twenty-eighth session).
+func (t *Table) readPartDue(ctx context.Context, n int, skip Skip) (h head, ok bool, err error) {
 	part, skip, mine, enough := partTests(n, skip)
 	keep := notSkipped(skip)
 	// Keys are [-priority, -dateEnable, …] (see IndexClaim): the due jobs of a priority
 	// are its keys from -now up.
 	p := -*skip.DuePriority
 	due := t.claimRange([]any{p, r.Now().ToEpochTime().Mul(-1), r.MinVal, r.MinVal}, []any{p, r.MaxVal, r.MaxVal, r.MaxVal})
-	own := due.Filter(func(doc r.Term) r.Term {
+	var own []map[string]any
+	if err := t.ReadAll(ctx, due.Filter(func(doc r.Term) r.Term {
 		return mine(doc).And(keep(doc)).And(claimableNow(doc))
-	}).Limit(n).CoerceTo("array")
-	return r.Do(own, func(own r.Term) r.Term {
-		// With enough of its own, the read's lowest priority is the range's, so the jobs
-		// of a higher priority to take and the look for the next of them to fall due (see
-		// headOf) read the same window of the index above it: one range read serves both.
-		// A range read costs the server about 1.3–1.6 ms even when empty, the usual case
-		// (measured on RethinkDB 2.4.4).
-		above := t.better(r.Expr(*skip.DuePriority)).Limit(PartWindow(n, part.Of)).CoerceTo("array")
-		read := r.Do(above, func(above r.Term) r.Term {
-			higher := above.Filter(func(doc r.Term) r.Term { return keep(doc).And(claimableNow(doc)) }).Limit(n)
-			return r.Expr(map[string]any{"docs": higher.Union(own).CoerceTo("array"), "next": nextDue(above, keep), "whole": false})
-		})
-		return r.Branch(own.Count().Lt(enough), window, read)
+	}).Limit(n), &own); err != nil {
+		return head{}, false, err
+	}
+	if len(own) < enough {
+		return head{}, false, nil
+	}
+	// With enough of its own, the read's lowest priority is the range's, so the jobs of a
+	// higher priority to take and the look for the next of them to fall due (see headOf)
+	// read the same window of the index above it: one range read serves both. A range
+	// read costs the server about 1.3–1.6 ms even when empty, the usual case (measured
+	// on RethinkDB 2.4.4).
+	above := t.better(r.Expr(*skip.DuePriority)).Limit(PartWindow(n, part.Of)).CoerceTo("array")
+	look := r.Do(above, func(above r.Term) r.Term {
+		higher := above.Filter(func(doc r.Term) r.Term { return keep(doc).And(claimableNow(doc)) }).Limit(n)
+		return r.Expr(map[string]any{"docs": higher.CoerceTo("array"), "next": nextDue(above, keep), "whole": false})
 	})
+	if err := t.ReadOne(ctx, look, &h); err != nil {
+		return head{}, false, err
+	}
+	h.Docs = append(h.Docs, own...)
+	return h, true, nil
 }
 
 // partTests splits a part read's skip into its part and the rest, and returns the test
@@ -371,7 +393,7 @@ func partTests(n int, skip Skip) (part Part, rest Skip, mine func(doc r.Term) r.
 	return part, rest, mine, enough
 }
 
-// partOrder orders what partTerm read for part as the part's worker claims it: by
+// partOrder orders what readPart read for part as the part's worker claims it: by
 // priority, its own jobs first within one, then in the index's order; at most n. (When
 // the other parts' jobs filled their n, all of them come before any of the part's own of
 // a lower priority, which the cut at n then leaves out.)
@@ -440,16 +462,17 @@ type Candidates struct {
 }
 
 // ReadCandidates reads up to n due jobs to claim (see the top of this file). Reading a
-// part (skip.Part), it reads the head of the index only (see partTerm): a short answer
+// part (skip.Part), it reads the head of the index only (see readPart): a short answer
 // then says nothing of the rest of the index.
 func (t *Table) ReadCandidates(ctx context.Context, n int, skip Skip) (Candidates, error) {
-	var h head
 	if skip.Part.Of > 1 {
-		if err := t.ReadOne(ctx, t.partTerm(n, skip), &h); err != nil {
+		h, err := t.readPart(ctx, n, skip)
+		if err != nil {
 			return Candidates{}, fmt.Errorf("queue %s: read jobs to claim: %w", t.Name, err)
 		}
 		return Candidates{List: partOrder(candidatesOf(h.Docs), skip.Part, n), NextDue: nextOf(h.Next), Whole: h.Whole}, nil
 	}
+	var h head
 	if err := t.ReadOne(ctx, t.headTerm(n, skip), &h); err != nil {
 		return Candidates{}, fmt.Errorf("queue %s: read jobs to claim: %w", t.Name, err)
 	}
