@@ -142,8 +142,8 @@ func (c *childCounter) counts() (total, claims uint64) {
 	}
 	total, claims = c.proxy.Queries(), c.claimReads.Count()+c.claimWrites.Count()
 	if kindsWanted {
-		fmt.Fprintf(os.Stderr, "child %d: %d queries, %d reads, %d claims, %d outcome writes\n",
-			os.Getpid(), total, c.claimReads.Count(), c.claimWrites.Count(), c.finish.Count())
+		fmt.Fprintf(os.Stderr, "child %d: %d queries (%d continues), %d reads, %d claims, %d outcome writes\n",
+			os.Getpid(), total, c.proxy.Continues(), c.claimReads.Count(), c.claimWrites.Count(), c.finish.Count())
 	}
 	return total, claims
 }

@@ -314,10 +314,9 @@ func (t *Table) partWindowTerm(n int, skip Skip) r.Term {
 // readPartDue is readPart for a worker whose last part read filled its slots with jobs
 // of one priority (Skip.DuePriority): it reads up to n of the part's own due jobs of that
 // priority, from the index's range of the due jobs of that priority, with no window, and
-// then, in a second query, up to n due jobs of a higher priority, of every part, as
-// partWindowTerm reads the other parts' (a window of the index above the priority). ok is
-// false, and nothing else is read, when the range holds fewer than Enough of the part's
-// jobs: readPart then reads the window.
+// up to n due jobs of a higher priority, of every part, as partWindowTerm reads the other
+// parts' (a window of the index above the priority). ok is false when the range holds
+// fewer than Enough of the part's jobs: readPart then reads the window.
 //
 // The window (partWindowTerm) reads all of its entries before it filters them, where a
 // range read filters as it goes and stops at the n-th job: measured on RethinkDB 2.4.4
@@ -326,13 +325,14 @@ func (t *Table) partWindowTerm(n int, skip Skip) r.Term {
 // other parts' due jobs of the priority, which the read passes over, so a worker uses it
 // only while its last read found its fill there.
 //
-// The part's own jobs are read as a stream, and the look above in a second query, not
-// both as arrays of one query: RethinkDB reads a filtered range cut by a limit further
-// ahead when the result is an array (about three times the documents, at 50 a read and
-// 8 parts). Measured on RethinkDB 2.4.4, 8 worker processes of concurrency 10 (reads of
-// 40): 2.55–2.76 ms of server CPU a job against 3.28–3.40, 0.90–0.92× the floor's rate
-// against 0.74–0.80×; at concurrency 50 (reads of 200) no difference
-// (docs/performance.md, twenty-eighth session).
+// The answer is a stream: the part's own jobs, and one row without an id that holds the
+// look above their priority (partLook). RethinkDB reads a filtered range cut by a limit
+// about three times further ahead when it is coerced to an array, as it must be to go
+// into one answer with the look (measured at 50 a read and 8 parts). Measured on
+// RethinkDB 2.4.4, 8 worker processes of concurrency 10 (reads of 40): as a stream, about
+// 2.75 ms of server CPU a job against 3.25–3.35, and 0.85–0.96× the floor's rate against
+// 0.75–0.77×; no difference at concurrency 50 (reads of 200) (docs/performance.md,
+// twenty-eighth session).
 func (t *Table) readPartDue(ctx context.Context, n int, skip Skip) (h head, ok bool, err error) {
 	part, skip, mine, enough := partTests(n, skip)
 	keep := notSkipped(skip)
@@ -340,15 +340,9 @@ func (t *Table) readPartDue(ctx context.Context, n int, skip Skip) (h head, ok b
 	// are its keys from -now up.
 	p := -*skip.DuePriority
 	due := t.claimRange([]any{p, r.Now().ToEpochTime().Mul(-1), r.MinVal, r.MinVal}, []any{p, r.MaxVal, r.MaxVal, r.MaxVal})
-	var own []map[string]any
-	if err := t.ReadAll(ctx, due.Filter(func(doc r.Term) r.Term {
+	own := due.Filter(func(doc r.Term) r.Term {
 		return mine(doc).And(keep(doc)).And(claimableNow(doc))
-	}).Limit(n), &own); err != nil {
-		return head{}, false, err
-	}
-	if len(own) < enough {
-		return head{}, false, nil
-	}
+	}).Limit(n)
 	// With enough of its own, the read's lowest priority is the range's, so the jobs of a
 	// higher priority to take and the look for the next of them to fall due (see headOf)
 	// read the same window of the index above it: one range read serves both. A range
@@ -357,14 +351,50 @@ func (t *Table) readPartDue(ctx context.Context, n int, skip Skip) (h head, ok b
 	above := t.better(r.Expr(*skip.DuePriority)).Limit(PartWindow(n, part.Of)).CoerceTo("array")
 	look := r.Do(above, func(above r.Term) r.Term {
 		higher := above.Filter(func(doc r.Term) r.Term { return keep(doc).And(claimableNow(doc)) }).Limit(n)
-		return r.Expr(map[string]any{"docs": higher.CoerceTo("array"), "next": nextDue(above, keep), "whole": false})
+		return r.Expr([]any{map[string]any{partLook: map[string]any{"docs": higher.CoerceTo("array"), "next": nextDue(above, keep)}}})
 	})
-	if err := t.ReadOne(ctx, look, &h); err != nil {
+	var rows []map[string]any
+	// Not interleaved, and with a first batch of full size: the answer then comes in one
+	// batch, where an interleaved union and the usual first batch of a quarter made the
+	// driver ask for the rest in a second round trip (measured: 9–11 a process of 1,250
+	// jobs at N = 4, against none).
+	if err := t.runAll(ctx, own.UnionWithOpts(r.UnionOpts{Interleave: false}, look), t.oneBatchOpts, &rows); err != nil {
 		return head{}, false, err
 	}
-	h.Docs = append(h.Docs, own...)
+	var docs []map[string]any
+	for _, row := range rows {
+		if _, isDoc := row[docfmt.ID]; isDoc {
+			docs = append(docs, row)
+			continue
+		}
+		l, _ := row[partLook].(map[string]any)
+		h.Next = l["next"]
+		higher, _ := l["docs"].([]any)
+		for _, d := range higher {
+			if doc, ok := d.(map[string]any); ok {
+				h.Docs = append(h.Docs, doc)
+			}
+		}
+	}
+	if len(docs) < enough {
+		return head{}, false, nil
+	}
+	h.Docs = append(h.Docs, docs...)
 	return h, true, nil
 }
+
+// oneBatchOpts are the run options of a read streamed in one batch where it fits: the
+// first batch as large as the others (1 MB by default), where the server makes it a
+// quarter of that, so that the driver seldom asks for a second.
+func (t *Table) oneBatchOpts(ctx context.Context) r.RunOpts {
+	o := t.opts(ctx)
+	o.FirstBatchScaledownFactor = 1
+	return o
+}
+
+// partLook is the field of the one row of readPartDue's answer that is not a document
+// (it has no id): the look above the part's priority, a head without its part's jobs.
+const partLook = "rjqLook"
 
 // partTests splits a part read's skip into its part and the rest, and returns the test
 // of the part's own documents and how many of them suffice (see Skip.Enough).
