@@ -328,11 +328,11 @@ func (t *Table) partWindowTerm(n int, skip Skip) r.Term {
 // The answer is a stream: the part's own jobs, and one row without an id that holds the
 // look above their priority (partLook). RethinkDB reads a filtered range cut by a limit
 // about three times further ahead when it is coerced to an array, as it must be to go
-// into one answer with the look (measured at 50 a read and 8 parts). Measured on
-// RethinkDB 2.4.4, 8 worker processes of concurrency 10 (reads of 40): as a stream, about
-// 2.75 ms of server CPU a job against 3.25–3.35, and 0.85–0.96× the floor's rate against
-// 0.75–0.77×; no difference at concurrency 50 (reads of 200) (docs/performance.md,
-// twenty-eighth session).
+// into one object with the look (measured at 50 a read and 8 parts). Measured on
+// RethinkDB 2.4.4, 8 worker processes of concurrency 10 (reads of 40): as a stream,
+// 2.75–2.97 ms of server CPU a job against 3.25–3.50, and 0.83–0.96× the floor's rate
+// against 0.75–0.83×; no difference at concurrency 50 (reads of 200)
+// (docs/performance.md, twenty-eighth session).
 func (t *Table) readPartDue(ctx context.Context, n int, skip Skip) (h head, ok bool, err error) {
 	part, skip, mine, enough := partTests(n, skip)
 	keep := notSkipped(skip)
@@ -354,11 +354,10 @@ func (t *Table) readPartDue(ctx context.Context, n int, skip Skip) (h head, ok b
 		return r.Expr([]any{map[string]any{partLook: map[string]any{"docs": higher.CoerceTo("array"), "next": nextDue(above, keep)}}})
 	})
 	var rows []map[string]any
-	// Not interleaved, and with a first batch of full size: the answer then comes in one
-	// batch, where an interleaved union and the usual first batch of a quarter made the
-	// driver ask for the rest in a second round trip (measured: 9–11 a process of 1,250
-	// jobs at N = 4, against none).
-	if err := t.runAll(ctx, own.UnionWithOpts(r.UnionOpts{Interleave: false}, look), t.oneBatchOpts, &rows); err != nil {
+	// Not interleaved: the look comes after the jobs, in the same batch more often than
+	// from an interleaved union, which made the driver ask for the rest in a second round
+	// trip about once a read.
+	if err := t.runAll(ctx, own.UnionWithOpts(r.UnionOpts{Interleave: false}, look), partDueOpts(t, n), &rows); err != nil {
 		return head{}, false, err
 	}
 	var docs []map[string]any
@@ -383,13 +382,24 @@ func (t *Table) readPartDue(ctx context.Context, n int, skip Skip) (h head, ok b
 	return h, true, nil
 }
 
-// oneBatchOpts are the run options of a read streamed in one batch where it fits: the
-// first batch as large as the others (1 MB by default), where the server makes it a
-// quarter of that, so that the driver seldom asks for a second.
-func (t *Table) oneBatchOpts(ctx context.Context) r.RunOpts {
-	o := t.opts(ctx)
-	o.FirstBatchScaledownFactor = 1
-	return o
+// smallRead is the most jobs a due-range part read asks for in the server's first batch,
+// a quarter of the others' size: that first batch bounds how far ahead the read goes.
+// A larger read asks for a first batch of full size, so that it comes in one batch:
+// at concurrency 50 (reads of 200) a first batch of a quarter saved nothing and made
+// the driver ask for a second batch 3–5 times a process of 1,250 jobs (4 processes);
+// at concurrency 10 (reads of 40) a first batch of full size took the saving away (3.44
+// ms of server CPU a job against 2.91 with 8 processes). Measured on RethinkDB 2.4.4.
+const smallRead = 100
+
+// partDueOpts are the run options of a due-range part read of n (see smallRead).
+func partDueOpts(t *Table, n int) func(context.Context) r.RunOpts {
+	return func(ctx context.Context) r.RunOpts {
+		o := t.opts(ctx)
+		if n > smallRead {
+			o.FirstBatchScaledownFactor = 1
+		}
+		return o
+	}
 }
 
 // partLook is the field of the one row of readPartDue's answer that is not a document
