@@ -330,9 +330,9 @@ func (t *Table) partWindowTerm(n int, skip Skip) r.Term {
 // about three times further ahead when it is coerced to an array, as it must be to go
 // into one object with the look (measured at 50 a read and 8 parts). Measured on
 // RethinkDB 2.4.4, 8 worker processes of concurrency 10 (reads of 40): as a stream,
-// 2.75–2.97 ms of server CPU a job against 3.25–3.50, and 0.83–0.96× the floor's rate
-// against 0.75–0.83×; no difference at concurrency 50 (reads of 200)
-// (docs/performance.md, twenty-eighth session).
+// 2.83 ms of server CPU a job against 3.34–3.36, and 0.90–0.93× the floor's rate against
+// 0.74–0.81×; no difference at concurrency 50 (reads of 200) (docs/performance.md,
+// twenty-eighth session).
 func (t *Table) readPartDue(ctx context.Context, n int, skip Skip) (h head, ok bool, err error) {
 	part, skip, mine, enough := partTests(n, skip)
 	keep := notSkipped(skip)
