@@ -171,6 +171,34 @@ func TestAPartReadOfOnePrioritysDueJobsHasNoWindow(t *testing.T) {
 	assert.NotContains(t, ids(c.List), mine[0])
 }
 
+// A due-range read of more than a hundred jobs asks the server for a first batch of full
+// size (see smallRead): it reads the same jobs, the part's own in the index's order past
+// the other part's, and every part's job of a higher priority first.
+func TestALargeDueRangeReadReadsWhatASmallOneDoes(t *testing.T) {
+	tbl, insert := candidateTable(t)
+	ctx := context.Background()
+	now := time.Now()
+	part := rdb.Part{Index: 0, Of: 2}
+	normal := float64(job.Normal)
+	var mine []any
+	for i := range 130 {
+		at := now.Add(-time.Minute).Add(time.Duration(i) * time.Millisecond)
+		mine = append(mine, insert(job.Normal, '0', at))
+		if i%2 == 0 {
+			insert(job.Normal, '1', at)
+		}
+	}
+	insert(job.Normal, '2', now.Add(time.Minute)) // the part's, not due yet
+	high := insert(job.High, '3', now.Add(-time.Second))
+
+	for _, n := range []int{120, 8} {
+		c, err := tbl.ReadCandidates(ctx, n, rdb.Skip{Part: part, Enough: n, DuePriority: &normal})
+		require.NoError(t, err)
+		assert.Equal(t, append([]any{high}, mine[:n-1]...), ids(c.List), "a read of %d", n)
+		assert.True(t, c.NextDue.IsZero(), "no job of a higher priority waits: %v", c.NextDue)
+	}
+}
+
 // A read that found its jobs in the head says when a job of a higher priority it passed
 // over falls due (a delayed job, a retry), so that a worker claiming from what it read
 // ahead reads again then (issue 35); one of a lower priority does not count.
