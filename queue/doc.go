@@ -47,7 +47,9 @@
 // a higher priority in another's share. The bound, with W workers of concurrency C: a job
 // starts at most 2 × W × C starts (the jobs in flight or read ahead) after any job of a
 // lower priority that was claimable with it, whatever the number of shards; a delayed job
-// or a retry counts from when it falls due. Measured on RethinkDB 2.4.4 with rjqbench
+// or a retry counts from when it falls due. The bound is kept by the claims, the order
+// the workers choose; handlers start in that order but for the Go scheduler's delays,
+// which an overloaded machine can stretch. Measured on RethinkDB 2.4.4 with rjqbench
 // -priority, 0 starts beyond the bound in every run (docs/performance.md). Without a
 // changefeed, a job another process adds is seen at the next read, half a second at most
 // (see below); a Node.js worker on the same table claims by the original's rules.
