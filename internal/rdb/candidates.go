@@ -272,33 +272,10 @@ func (t *Table) headTerm(n int, skip Skip) r.Term {
 // priority (empty when that is the highest waiting, the usual case). With
 // skip.DuePriority, the part's own jobs come from that priority's range of due jobs
 // (readPartDue), else from a window of the index (partWindowTerm).
-//
-// When that range holds fewer than skip.Enough of the part's own due jobs (its part runs
-// out, at the end of a backlog of that priority), the read adds the other parts' due jobs
-// of the priority from the same range (readOthersDue), as the window would add them (every
-// other part's jobs, when the part's own are too few), and reads the window only when the
-// range holds too few of any part's. The window reads each of its entries whole before it
-// tests them, where a range read tests them as it goes: measured on RethinkDB 2.4.4, a
-// window read of 200 of 8 parts cost 64–72 ms of server CPU against 33–45 for a due-range
-// read of 200, and 8 worker processes draining 5,000 jobs made 17 window reads after
-// short range reads (docs/performance.md, twenty-ninth session).
 func (t *Table) readPart(ctx context.Context, n int, skip Skip) (head, error) {
 	if skip.dueRange() {
-		h, own, err := t.readPartDue(ctx, n, skip)
-		if err != nil {
-			return head{}, err
-		}
-		_, _, _, enough := partTests(n, skip)
-		if len(own) < enough {
-			var others []map[string]any
-			if others, err = t.readOthersDue(ctx, n, skip); err != nil {
-				return head{}, err
-			}
-			own = append(own, others...)
-		}
-		if len(own) >= enough {
-			h.Docs = append(h.Docs, own...)
-			return h, nil
+		if h, ok, err := t.readPartDue(ctx, n, skip); err != nil || ok {
+			return h, err
 		}
 	}
 	var h head
@@ -336,10 +313,10 @@ func (t *Table) partWindowTerm(n int, skip Skip) r.Term {
 
 // readPartDue is readPart for a worker whose last part read filled its slots with jobs
 // of one priority (Skip.DuePriority): it reads up to n of the part's own due jobs of that
-// priority, own, from the index's range of the due jobs of that priority, with no window,
-// and, in h, up to n due jobs of a higher priority, of every part, as partWindowTerm reads
-// the other parts' (a window of the index above the priority), with the look for the next
-// of them to fall due.
+// priority, from the index's range of the due jobs of that priority, with no window, and
+// up to n due jobs of a higher priority, of every part, as partWindowTerm reads the other
+// parts' (a window of the index above the priority). ok is false when the range holds
+// fewer than Enough of the part's jobs: readPart then reads the window.
 //
 // The window (partWindowTerm) reads all of its entries before it filters them, where a
 // range read filters as it goes and stops at the n-th job: measured on RethinkDB 2.4.4
@@ -356,10 +333,14 @@ func (t *Table) partWindowTerm(n int, skip Skip) r.Term {
 // 2.83 ms of server CPU a job against 3.34–3.36, and 0.90–0.93× the floor's rate against
 // 0.74–0.81×; no difference at concurrency 50 (reads of 200) (docs/performance.md,
 // twenty-eighth session).
-func (t *Table) readPartDue(ctx context.Context, n int, skip Skip) (h head, own []map[string]any, err error) {
-	part, skip, mine, _ := partTests(n, skip)
+func (t *Table) readPartDue(ctx context.Context, n int, skip Skip) (h head, ok bool, err error) {
+	part, skip, mine, enough := partTests(n, skip)
 	keep := notSkipped(skip)
-	jobs := t.dueJobs(*skip.DuePriority).Filter(func(doc r.Term) r.Term {
+	// Keys are [-priority, -dateEnable, …] (see IndexClaim): the due jobs of a priority
+	// are its keys from -now up.
+	p := -*skip.DuePriority
+	due := t.claimRange([]any{p, r.Now().ToEpochTime().Mul(-1), r.MinVal, r.MinVal}, []any{p, r.MaxVal, r.MaxVal, r.MaxVal})
+	own := due.Filter(func(doc r.Term) r.Term {
 		return mine(doc).And(keep(doc)).And(claimableNow(doc))
 	}).Limit(n)
 	// With enough of its own, the read's lowest priority is the range's, so the jobs of a
@@ -376,12 +357,13 @@ func (t *Table) readPartDue(ctx context.Context, n int, skip Skip) (h head, own 
 	// Not interleaved: the look comes after the jobs, in the same batch more often than
 	// from an interleaved union, which made the driver ask for the rest in a second round
 	// trip about once a read.
-	if err := t.runAll(ctx, jobs.UnionWithOpts(r.UnionOpts{Interleave: false}, look), partDueOpts(t, n), &rows); err != nil {
-		return head{}, nil, err
+	if err := t.runAll(ctx, own.UnionWithOpts(r.UnionOpts{Interleave: false}, look), partDueOpts(t, n), &rows); err != nil {
+		return head{}, false, err
 	}
+	var docs []map[string]any
 	for _, row := range rows {
 		if _, isDoc := row[docfmt.ID]; isDoc {
-			own = append(own, row)
+			docs = append(docs, row)
 			continue
 		}
 		l, _ := row[partLook].(map[string]any)
@@ -393,29 +375,11 @@ func (t *Table) readPartDue(ctx context.Context, n int, skip Skip) (h head, own 
 			}
 		}
 	}
-	return h, own, nil
-}
-
-// readOthersDue reads up to n of the other parts' due jobs of skip.DuePriority, from the
-// index's range of the due jobs of that priority: what readPart adds to a part's own
-// when they are fewer than Enough. Most of the range is the other parts' then, so the
-// read stops near its n-th entry.
-func (t *Table) readOthersDue(ctx context.Context, n int, skip Skip) ([]map[string]any, error) {
-	_, skip, mine, _ := partTests(n, skip)
-	keep := notSkipped(skip)
-	jobs := t.dueJobs(*skip.DuePriority).Filter(func(doc r.Term) r.Term {
-		return mine(doc).Not().And(keep(doc)).And(claimableNow(doc))
-	}).Limit(n)
-	var docs []map[string]any
-	err := t.runAll(ctx, jobs, partDueOpts(t, n), &docs)
-	return docs, err
-}
-
-// dueJobs is the claim index's range of the due jobs of priority p, in processing order.
-func (t *Table) dueJobs(p float64) r.Term {
-	// Keys are [-priority, -dateEnable, …] (see IndexClaim): the due jobs of a priority
-	// are its keys from -now up.
-	return t.claimRange([]any{-p, r.Now().ToEpochTime().Mul(-1), r.MinVal, r.MinVal}, []any{-p, r.MaxVal, r.MaxVal, r.MaxVal})
+	if len(docs) < enough {
+		return head{}, false, nil
+	}
+	h.Docs = append(h.Docs, docs...)
+	return h, true, nil
 }
 
 // smallRead is the most jobs a due-range part read asks for in the server's first batch,

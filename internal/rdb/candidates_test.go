@@ -118,9 +118,8 @@ func TestAShortPartReadSaysWhetherItSawTheWholeIndex(t *testing.T) {
 // A worker whose last part read filled its slots with jobs of one priority reads its own
 // jobs of that priority from the range of that priority's due jobs, with no window: it
 // finds them behind any number of the other parts' jobs, never one that is not due yet,
-// and every part's due jobs of a higher priority; when its own are too few, the other
-// parts' due jobs of the priority too, from the same range. While a name is held back, or
-// when the range holds too few of any part's, it reads the window as before.
+// and every part's due jobs of a higher priority. While a name is held back, it reads
+// the window as before.
 func TestAPartReadOfOnePrioritysDueJobsHasNoWindow(t *testing.T) {
 	tbl, insert := candidateTable(t)
 	ctx := context.Background()
@@ -129,9 +128,8 @@ func TestAPartReadOfOnePrioritysDueJobsHasNoWindow(t *testing.T) {
 	normal := float64(job.Normal)
 	// (4 + 32) × 2 entries fill a read of 4's window: the other part's due jobs, first
 	// in the index.
-	var others []any
 	for i := range 80 {
-		others = append(others, insert(job.Normal, '1', now.Add(-time.Hour).Add(time.Duration(i)*time.Millisecond)))
+		insert(job.Normal, '1', now.Add(-time.Hour).Add(time.Duration(i)*time.Millisecond))
 	}
 	var mine []any
 	for i := range 3 {
@@ -164,55 +162,13 @@ func TestAPartReadOfOnePrioritysDueJobsHasNoWindow(t *testing.T) {
 	assert.Equal(t, []any{high, mine[0], mine[1], mine[2]}, ids(c.List))
 	assert.True(t, soon.Equal(c.NextDue), "got %v, want %v", c.NextDue, soon)
 
-	// A range that holds fewer of the part's due jobs than Enough: the other part's due
-	// jobs of the priority too, in the index's order, after the part's own (which the
-	// window, full of the other part's, missed).
-	c, err = tbl.ReadCandidates(ctx, 7, rdb.Skip{Part: part, Enough: 4, DuePriority: &normal})
-	require.NoError(t, err)
-	assert.Equal(t, append([]any{high}, append(mine, others[:3]...)...), ids(c.List))
-	assert.True(t, soon.Equal(c.NextDue), "got %v, want %v", c.NextDue, soon)
-
-	// A range that holds fewer due jobs of any part than Enough (Low's holds none): the
-	// window's answer.
-	low := float64(job.Low)
+	// A range that holds fewer of the part's due jobs than Enough: the window's answer.
 	windowed, err := tbl.ReadCandidates(ctx, 4, rdb.Skip{Part: part, Enough: 4})
 	require.NoError(t, err)
-	c, err = tbl.ReadCandidates(ctx, 4, rdb.Skip{Part: part, Enough: 4, DuePriority: &low})
+	c, err = tbl.ReadCandidates(ctx, 4, rdb.Skip{Part: part, Enough: 4, DuePriority: &normal})
 	require.NoError(t, err)
 	assert.Equal(t, ids(windowed.List), ids(c.List))
-	assert.Contains(t, ids(c.List), high)
 	assert.NotContains(t, ids(c.List), mine[0])
-}
-
-// A part read whose priority's due range holds too few of its own jobs takes the other
-// parts' due jobs of that priority from the same range, however many delayed jobs of a
-// higher priority fill the window that a read of the head would stop at.
-func TestAShortPartReadTakesTheOtherPartsDueJobsPastAFullWindow(t *testing.T) {
-	tbl, insert := candidateTable(t)
-	ctx := context.Background()
-	now := time.Now()
-	part := rdb.Part{Index: 0, Of: 2}
-	normal := float64(job.Normal)
-	first := now.Add(time.Hour).UTC().Truncate(time.Millisecond)
-	for i := range 80 { // more than a read of 4's window, (4 + 32) × 2
-		insert(job.Highest, '1', first.Add(time.Duration(i)*time.Millisecond))
-	}
-	var others []any
-	for i := range 5 {
-		others = append(others, insert(job.Normal, '1', now.Add(-time.Hour).Add(time.Duration(i)*time.Millisecond)))
-	}
-	mine := insert(job.Normal, '0', now.Add(-time.Minute))
-
-	c, err := tbl.ReadCandidates(ctx, 4, rdb.Skip{Part: part, Enough: 2, DuePriority: &normal})
-	require.NoError(t, err)
-	assert.Equal(t, []any{mine, others[0], others[1], others[2]}, ids(c.List), "its own first, then the others' in the index's order")
-	assert.True(t, first.Equal(c.NextDue), "the first delayed job of a higher priority: got %v, want %v", c.NextDue, first)
-
-	// The window holds only the delayed jobs.
-	c, err = tbl.ReadCandidates(ctx, 4, rdb.Skip{Part: part, Enough: 2})
-	require.NoError(t, err)
-	assert.Empty(t, c.List)
-	assert.False(t, c.Whole)
 }
 
 // A due-range read of more than a hundred jobs asks the server for a first batch of full
