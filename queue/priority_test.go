@@ -142,7 +142,7 @@ func TestARetryKeepsItsPlaceAcrossWorkers(t *testing.T) {
 			require.NoError(t, err)
 			s.waitStart(t, high.ID, 1)
 			// Counted from the dateEnable the failure wrote, not from the handler's return,
-			// which comes before it: starts in between are not late.
+			// which comes before it: claims in between are not late.
 			mu.Lock()
 			at := failedAt
 			mu.Unlock()
