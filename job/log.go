@@ -33,6 +33,9 @@ const (
 	// MessageBlockedAgain is the log message of a job of a workflow put back blocked
 	// after a claim whose parent's outcome did not land (a write whose answer was lost).
 	MessageBlockedAgain = "Job blocked again: a parent had not completed"
+	// MessageWorkerStopped is the log message of a job handed back by a worker that
+	// stopped while it ran (Queue.Stop): waiting again at once, with no retry spent.
+	MessageWorkerStopped = "Worker stopped: the job was handed back to the queue unfinished"
 )
 
 // LogEntry is one entry of a job's log, stored in the document's "log" array.

@@ -17,8 +17,16 @@ func (q *Queue) Reset(ctx context.Context) (int, error) {
 // every method returns ErrStopped.
 //
 // When ctx ends first, the running handlers' contexts are cancelled with cause ErrStopped
-// and Stop returns ctx's error; the queue is stopped all the same, and the jobs still
-// active are recovered by the Queue Master's review like those of a crashed process.
+// and Stop returns ctx's error; the queue is stopped all the same. Stop then hands back
+// the jobs it cut off, as asynq and Sidekiq do on shutdown: each handler that returns
+// within a second of the cancellation with an error (its context's, say) or a pass-back
+// has its job written back as waiting, due at once, with a log entry
+// job.MessageWorkerStopped, no retry spent and its running slots given back, so that
+// another worker starts it at once; a handler that completed or cancelled its job
+// meanwhile has that outcome written, as are the outcomes not written yet. Stop so
+// returns up to a second, and one write, after ctx ends. A handler still running then
+// (one that ignores its context) leaves its job active, and its lease ends as after a
+// crash: a Queue Master's review fails it (with heartbeats, within Heartbeat + 1 s).
 //
 // A handler that stops its own queue, passing its own ctx (or one derived from it), is not
 // waited for by that call, which could never return: Stop then refuses new calls and

@@ -73,6 +73,37 @@ func TestStopCancelsHandlersWhenItsContextEnds(t *testing.T) {
 	defer cancel()
 	assert.ErrorIs(t, f.q.Stop(short), context.DeadlineExceeded)
 	assert.ErrorIs(t, <-cause, queue.ErrStopped)
-	assert.Equal(t, "active", f.rawDoc(t, j.ID)["status"],
-		"a job cut off by Stop stays active for the Master's review to recover")
+	got := reader(t, f).get(t, j.ID)
+	assert.Equal(t, job.Waiting, got.Status, "a job cut off by Stop is handed back before Stop returns")
+	assert.Zero(t, got.RetryCount, "no retry spent")
+	assert.False(t, got.DateEnable.After(time.Now()), "due again at once")
+	last := got.GetLastLog()
+	require.NotNil(t, last)
+	assert.Equal(t, job.MessageWorkerStopped, last.Message)
+	assert.Equal(t, job.Warning, last.Type)
+	assert.Equal(t, job.Waiting, last.Status)
+}
+
+// A handler that completes its job after Stop's context has ended (it ignores the
+// cancellation) has its outcome written: the job is not handed back.
+func TestStopWritesAnOutcomeThatCameAfterItsContextEnded(t *testing.T) {
+	f := newFixture(t, nil)
+	events := f.q.Events(testContext(t))
+	j := f.add(t, 1)[0]
+	require.NoError(t, f.q.Process(func(ctx context.Context, j *job.Job) (any, error) {
+		<-ctx.Done()
+		return "finished anyway", nil
+	}))
+	waitFor(t, events, queue.EventProcessing, j.ID)
+	short, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, f.q.Stop(short), context.DeadlineExceeded)
+	assert.Equal(t, job.Completed, reader(t, f).get(t, j.ID).Status)
+}
+
+// reader is f with a queue of its own on f's table, to read it once f's queue has stopped.
+func reader(t *testing.T, f fixture) fixture {
+	t.Helper()
+	f.q = newQueue(t, f, &queue.Options{MasterInterval: -1, NoChangeFeed: true})
+	return f
 }

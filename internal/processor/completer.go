@@ -194,6 +194,12 @@ func (c *completer) write(outs []*outcome) error {
 	}
 	ctx, cancel := context.WithTimeout(p.hard, timeout)
 	defer cancel()
+	return c.writeIn(ctx, outs)
+}
+
+// writeIn writes outs with ctx and follows up on those that landed.
+func (c *completer) writeIn(ctx context.Context, outs []*outcome) error {
+	p := c.p
 	// The outcomes written for the first time are stamped with this write's time, so
 	// that they share one update (see rdb.Outcome); a retry keeps the stamp it had. Each
 	// write's stamp is later than the last one's, so that no two writes share a stamp.
@@ -360,7 +366,9 @@ func (c *completer) written(ctx context.Context, outs []*outcome, done []rdb.Run
 		if p.cfg.Hooks.RunEnded != nil {
 			p.cfg.Hooks.RunEnded(o.rn.claimed, o.write.Status, o.write.DateFinished)
 		}
-		p.emit(Event{Type: o.event, JobID: id, IsRepeating: o.repeating, Err: o.err, Reason: o.reason, Job: &o.rn.claimed, Entry: o.write.Entry, Claimed: o.claimed})
+		if !o.handedBack {
+			p.emit(Event{Type: o.event, JobID: id, IsRepeating: o.repeating, Err: o.err, Reason: o.reason, Job: &o.rn.claimed, Entry: o.write.Entry, Claimed: o.claimed})
+		}
 		if o.terminated != nil {
 			c.terminatedHook(o.terminated, o.err)
 		}

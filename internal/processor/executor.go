@@ -77,10 +77,10 @@ func (e *executor) start(j *job.Job) {
 		defer e.handlers.Done()
 		defer unlink()
 		result, err := e.call(ctx, j)
-		if p.hard.Err() != nil && context.Cause(ctx) == context.Cause(p.hard) {
-			// Cut off by a Stop that gave up waiting: not the job's failure. The job stays
-			// active for the Master's review, as if the process had crashed.
-			e.settle(rn, nil)
+		if p.hard.Err() != nil && context.Cause(ctx) == context.Cause(p.hard) && stoppedShort(rn, result, err) {
+			// Cut off by a Stop that gave up waiting: not the job's failure. The job goes
+			// back to waiting, with no retry spent (Stop writes it, see handBack).
+			e.settle(rn, func() *outcome { return e.handedBack(rn) })
 			return
 		}
 		e.settle(rn, func() *outcome { return e.finish(rn, result, err) })

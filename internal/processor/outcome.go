@@ -43,6 +43,9 @@ type outcome struct {
 	// held is the run's slot, kept reserved for its children when its run ended (see
 	// executor.hold): 1 or 0.
 	held int
+	// handedBack is set on the outcome of a run that Stop cut off short (handedBack): it
+	// raises no event.
+	handedBack bool
 }
 
 // finish turns what the handler returned into the run's outcome: nil when there is
@@ -254,5 +257,40 @@ func (e *executor) customDelay() rdb.CustomDelay {
 			}
 		}()
 		return f(j, n)
+	}
+}
+
+// stoppedShort reports whether a run that Stop cut off ended short: its handler returned
+// an error (most often the context's) or passed the job back. A handler that completed
+// its job or cancelled it meanwhile ended on its own, and that outcome is written.
+func stoppedShort(rn *run, result any, err error) bool {
+	if err == nil {
+		return result == any(rn.job)
+	}
+	_, cancelled := CancelReason(err)
+	return !cancelled
+}
+
+// handedBack is a run that Stop cut off short: its job goes back to waiting as it was
+// claimed, with no retry spent and its progress kept, due again from its claim's time,
+// so that it keeps its place before the jobs that fell due since.
+func (e *executor) handedBack(rn *run) *outcome {
+	at := now()
+	entry := rdb.NewLog(&rn.claimed, e.p.cfg.QueueID, nil, job.MessageWorkerStopped, job.Warning, job.Waiting).WithoutData()
+	entry.Date = at
+	enable := rn.claimed.DateStarted
+	if enable.IsZero() || enable.After(at) {
+		enable = at
+	}
+	return &outcome{
+		rn: rn,
+		write: rdb.Outcome{
+			ID: rn.claimed.ID, ProcessCount: rn.claimed.ProcessCount,
+			Status: job.Waiting, DateFinished: at, DateEnable: &enable,
+			Entry:  entry,
+			Trunc:  rdb.TruncatedLog(&rn.claimed, e.p.cfg.QueueID, e.p.cfg.LimitJobLogs, job.Waiting),
+			LogLen: len(rn.claimed.Log),
+		},
+		handedBack: true,
 	}
 }

@@ -304,8 +304,9 @@ func (p *Processor) WaitIdle(ctx context.Context) error {
 }
 
 // Stop waits for the running jobs, their outcomes and their handlers (also those that
-// outlived their run) until ctx ends, and then cancels them with cause; the processor's
-// goroutines end either way. It returns ctx's error when it gave up waiting.
+// outlived their run) until ctx ends, and then cancels them with cause and hands their
+// jobs back (see handBack); the processor's goroutines end either way. It returns ctx's
+// error when it gave up waiting.
 func (p *Processor) Stop(ctx context.Context, cause error) error {
 	err := p.WaitIdle(ctx)
 	if err == nil {
@@ -316,6 +317,9 @@ func (p *Processor) Stop(ctx context.Context, cause error) error {
 	}
 	p.once.Do(func() { close(p.quit) })
 	_ = p.svc.Wait(context.Background())
+	if err != nil {
+		p.handBack()
+	}
 	return err
 }
 

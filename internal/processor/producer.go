@@ -794,7 +794,12 @@ func (p *producer) claim(ctx context.Context, jobs []*job.Job, tokens map[string
 // start hands claimed jobs to the executor, unless Stop gave up meanwhile.
 func (p *producer) start(jobs []*job.Job) {
 	pr := p.p
-	if len(jobs) == 0 || pr.hard.Err() != nil {
+	if len(jobs) == 0 {
+		return
+	}
+	if pr.hard.Err() != nil {
+		// Claimed as Stop gave up waiting: they go back to waiting unrun (see handBack).
+		pr.exec.handBackUnstarted(jobs)
 		return
 	}
 	pr.act.starve(false)
