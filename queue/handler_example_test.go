@@ -76,3 +76,37 @@ func ExampleParseURL() {
 	fmt.Println(cxn.Address, cxn.DB, cxn.Username)
 	// Output: db1:29015 jobs worker
 }
+
+// A Kind binds the name "welcome" to its payload type, for the jobs a producer makes and
+// the handler a worker registers. A payload of another type fails its run, naming the
+// fields the type lacks. (Here the Mux's handler is called directly; a worker gives it to
+// Queue.Process, and a producer makes its jobs with Welcome.Job(q, …).)
+func ExampleKind() {
+	type welcomeEmail struct {
+		To string `json:"to"`
+	}
+	var welcome = queue.NewKind[welcomeEmail]("welcome")
+
+	mux := queue.NewMux()
+	welcome.Handle(mux, func(_ context.Context, _ *job.Job, w welcomeEmail) (any, error) {
+		return "welcomed " + w.To, nil
+	})
+	h := mux.Handler()
+
+	good := welcome.New(welcomeEmail{To: "ann@example.com"}, job.Options{})
+	fmt.Println(good.Name)
+	fmt.Println(h(context.Background(), good))
+
+	// The same name with another payload, as a typo or another producer would add it.
+	type invoice struct {
+		Customer string  `json:"customer"`
+		Total    float64 `json:"total"`
+	}
+	other := job.New(invoice{Customer: "acme", Total: 12}, job.Options{Name: "welcome"})
+	_, err := h(context.Background(), other)
+	fmt.Println(errors.Is(err, queue.ErrDecode))
+	// Output:
+	// welcome
+	// welcomed ann@example.com <nil>
+	// true
+}

@@ -31,11 +31,14 @@ func main() {
 	}
 }
 
-// email is the job's payload.
+// email is the payload of the jobs named "welcome-email".
 type email struct {
 	To      string `json:"to"`
 	Subject string `json:"subject"`
 }
+
+// welcomeEmail binds the name to the payload type, for the producer and the worker alike.
+var welcomeEmail = queue.NewKind[email]("welcome-email")
 
 func run(ctx context.Context, cxn *queue.ConnectOptions, out io.Writer) (err error) {
 	q, err := queue.New(ctx, cxn, &queue.Options{Name: "quickstart"})
@@ -44,9 +47,7 @@ func run(ctx context.Context, cxn *queue.ConnectOptions, out io.Writer) (err err
 	}
 	defer func() { err = errors.Join(err, q.Stop(ctx)) }()
 
-	j := q.CreateJob(email{To: "ann@example.com", Subject: "Welcome"}).
-		SetName("welcome-email").
-		SetPriority(job.High)
+	j := welcomeEmail.Job(q, email{To: "ann@example.com", Subject: "Welcome"}).SetPriority(job.High)
 	if _, err := q.AddJob(ctx, j); err != nil {
 		return err
 	}
@@ -54,15 +55,12 @@ func run(ctx context.Context, cxn *queue.ConnectOptions, out io.Writer) (err err
 
 	// Subscribe before processing starts, so the completion cannot be missed.
 	events := q.Events(ctx, queue.EventCompleted, queue.EventFailed)
-	err = q.Process(func(ctx context.Context, j *job.Job) (any, error) {
-		var m email
-		if err := j.DataAs(&m); err != nil {
-			return nil, err
-		}
+	mux := queue.NewMux()
+	welcomeEmail.Handle(mux, func(ctx context.Context, j *job.Job, m email) (any, error) {
 		fmt.Fprintf(out, "sending %q to %s\n", m.Subject, m.To)
 		return "sent", nil
 	})
-	if err != nil {
+	if err := q.Process(mux.Handler()); err != nil {
 		return err
 	}
 	select {
