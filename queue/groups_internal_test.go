@@ -2,6 +2,7 @@ package queue
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 
@@ -12,6 +13,7 @@ func TestGroupStatsJoinLimitsAndCounts(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		limits map[string]int
+		rates  map[string]GroupRate
 		counts map[string]rdb.GroupCount
 		want   []GroupStat
 	}{
@@ -24,9 +26,15 @@ func TestGroupStatsJoinLimitsAndCounts(t *testing.T) {
 		{name: "a group with a limit and no jobs is a row", limits: map[string]int{"idle": 2},
 			want: []GroupStat{{Group: "idle", Limit: 2}}},
 		{name: "the default alone is no row", limits: map[string]int{"": 4}, want: []GroupStat{}},
+		{name: "rates: the default's, a group's own, a group with a rate alone is a row",
+			limits: map[string]int{"a": 1},
+			rates:  map[string]GroupRate{"": {Starts: 10, Per: time.Minute}, "b": {Starts: 2, Per: time.Second}},
+			counts: map[string]rdb.GroupCount{"a": {Waiting: 1}},
+			want: []GroupStat{{Group: "a", Limit: 1, Rate: GroupRate{Starts: 10, Per: time.Minute}, Waiting: 1},
+				{Group: "b", Rate: GroupRate{Starts: 2, Per: time.Second}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, groupStats(tc.limits, tc.counts))
+			assert.Equal(t, tc.want, groupStats(tc.limits, tc.rates, tc.counts))
 		})
 	}
 }

@@ -91,6 +91,45 @@ func (q *Queue) SetGroupLimit(ctx context.Context, group string, running int) er
 	return publicErr(q.e.SetGroupLimit(ctx, group, running))
 }
 
+// GroupRate is a group's rate limit (SetGroupRate): at most Starts of its jobs start in
+// any span of Per, across every worker of the table. Zero Starts: none.
+type GroupRate struct {
+	Starts int
+	Per    time.Duration
+}
+
+// SetGroupRate sets the rate limit of group (see job.SetGroup), beside its running limit
+// (SetGroupLimit): at most starts of its jobs start in any span of per, across every
+// worker of the table, as BullMQ Pro's group rate limit does. Group "" sets the default
+// of every group without a rate of its own, each group counting its own starts; starts
+// and per 0 set no rate (for a group: none of its own nor the default's). Processing
+// queues of other processes apply a new rate within five seconds.
+//
+// The count is exact: a worker records each start in "<queue>_slots" in the same atomic
+// write that takes the group's running slot, before it claims the job, and a start
+// counts for per and one second more from then (the second covers the claim that follows
+// and clocks that differ between machines), whether the run completes, fails or its
+// worker dies; only a claim that loses its job to another worker gives its start back. A
+// job held back by the rate waits, due, and the jobs behind it go first. A Node.js worker
+// knows nothing of it.
+func (q *Queue) SetGroupRate(ctx context.Context, group string, starts int, per time.Duration) error {
+	return publicErr(q.e.SetGroupRate(ctx, group, starts, per))
+}
+
+// GroupRates returns the rate limits of groups set by SetGroupRate, by group ("" for the
+// default).
+func (q *Queue) GroupRates(ctx context.Context) (map[string]GroupRate, error) {
+	rates, err := q.e.GroupRates(ctx)
+	if err != nil {
+		return nil, publicErr(err)
+	}
+	out := make(map[string]GroupRate, len(rates))
+	for g, r := range rates {
+		out[g] = GroupRate{Starts: r.Starts, Per: r.Per}
+	}
+	return out, nil
+}
+
 // GroupLimits returns the running limits of groups set by SetGroupLimit, by group (""
 // for the default).
 func (q *Queue) GroupLimits(ctx context.Context) (map[string]int, error) {
@@ -104,6 +143,8 @@ type GroupStat struct {
 	// Limit is the group's running limit: its own (SetGroupLimit), else the default's;
 	// 0: none.
 	Limit int
+	// Rate is the group's rate limit: its own (SetGroupRate), else the default's.
+	Rate GroupRate
 	// Waiting counts its jobs to be claimed (waiting, or failed and to be retried); Active
 	// those running.
 	Waiting, Active int
@@ -119,32 +160,54 @@ func (q *Queue) Groups(ctx context.Context) (groups []GroupStat, partial bool, e
 	if err != nil {
 		return nil, false, err
 	}
+	rates, err := q.GroupRates(ctx)
+	if err != nil {
+		return nil, false, err
+	}
 	counts, partial, err := q.e.GroupCounts(ctx)
 	if err != nil {
 		return nil, false, publicErr(err)
 	}
-	return groupStats(limits, counts), partial, nil
+	return groupStats(limits, rates, counts), partial, nil
 }
 
-// groupStats joins the limits by group ("" the default) and the counts of jobs by group.
-func groupStats(limits map[string]int, counts map[string]rdb.GroupCount) []GroupStat {
+// groupStats joins the limits and rates by group ("" the default) and the counts of jobs
+// by group.
+func groupStats(limits map[string]int, rates map[string]GroupRate, counts map[string]rdb.GroupCount) []GroupStat {
 	byGroup := make(map[string]GroupStat, len(limits)+len(counts))
 	for g, c := range counts {
 		byGroup[g] = GroupStat{Group: g, Waiting: c.Waiting, Active: c.Active}
 	}
-	for g := range limits {
-		if g != "" {
-			byGroup[g] = GroupStat{Group: g, Waiting: byGroup[g].Waiting, Active: byGroup[g].Active}
+	for _, own := range []map[string]bool{keysOf(limits), keysOf(rates)} {
+		for g := range own {
+			if g != "" {
+				byGroup[g] = GroupStat{Group: g, Waiting: byGroup[g].Waiting, Active: byGroup[g].Active}
+			}
 		}
 	}
 	out := make([]GroupStat, 0, len(byGroup))
 	for g, s := range byGroup {
-		s.Limit = limits[""]
-		if own, ok := limits[g]; ok {
-			s.Limit = own
-		}
+		s.Limit = ownOrDefault(limits, g)
+		s.Rate = ownOrDefault(rates, g)
 		out = append(out, s)
 	}
 	slices.SortFunc(out, func(a, b GroupStat) int { return cmp.Compare(a.Group, b.Group) })
 	return out
+}
+
+// keysOf is the set of m's keys.
+func keysOf[V any](m map[string]V) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
+// ownOrDefault is group g's own value in m, else the default's (key "").
+func ownOrDefault[V any](m map[string]V, g string) V {
+	if v, ok := m[g]; ok {
+		return v
+	}
+	return m[""]
 }

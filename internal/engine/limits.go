@@ -82,12 +82,12 @@ func (q *Queue) RemoveLimit(ctx context.Context, name string) error {
 
 // Limits is queue.Queue.Limits, whose doc says what it does.
 func (q *Queue) Limits(ctx context.Context) (map[string]Limit, error) {
-	stored, _, err := q.readLimits(ctx)
+	set, err := q.readLimits(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]Limit, len(stored))
-	for _, s := range stored {
+	out := make(map[string]Limit, len(set.Names))
+	for _, s := range set.Names {
 		out[s.Name] = limitOf(s)
 	}
 	return out, nil
@@ -110,7 +110,68 @@ func (q *Queue) limitings(set rdb.LimitSet) processor.Limitings {
 		}
 		out[s.Name] = l
 	}
-	return processor.Limitings{Names: out, Groups: set.Groups}
+	return processor.Limitings{Names: out, Groups: set.Groups, GroupRates: groupRates(set.GroupRates)}
+}
+
+// groupRates are the stored rates of groups as the processor applies them.
+func groupRates(stored map[string]rdb.GroupRate) map[string]processor.Rate {
+	out := make(map[string]processor.Rate, len(stored))
+	for g, r := range stored {
+		out[g] = processor.Rate{Starts: r.Starts, Per: time.Duration(r.Per * float64(time.Millisecond))}
+	}
+	return out
+}
+
+// SetGroupRate is queue.Queue.SetGroupRate, whose doc says what it does.
+func (q *Queue) SetGroupRate(ctx context.Context, group string, starts int, per time.Duration) error {
+	if err := checkGroupRate(group, starts, per); err != nil {
+		return err
+	}
+	end, err := q.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer end()
+	for _, side := range []string{rdb.LimitsSuffix, rdb.SlotsSuffix} {
+		if err := q.assertSide(ctx, side); err != nil {
+			return err
+		}
+	}
+	err = q.onSide(ctx, rdb.LimitsSuffix, func() error {
+		return q.db.PutGroupRate(ctx, group, starts, float64(per.Milliseconds()))
+	})
+	if err != nil {
+		return fmt.Errorf("queue %s: set the rate of group %q: %w", q.cfg.Name, group, err)
+	}
+	if p := q.processor(); p != nil {
+		p.LimitsChanged()
+	}
+	return nil
+}
+
+// checkGroupRate checks the arguments of SetGroupRate.
+func checkGroupRate(group string, starts int, per time.Duration) error {
+	if err := checkGroupLimit(group, 0); err != nil {
+		return err
+	}
+	switch {
+	case starts < 0 || per < 0:
+		return fmt.Errorf("%w of group %q: starts and per must not be negative", ErrInvalidLimit, group)
+	case (starts > 0) != (per > 0):
+		return fmt.Errorf("%w of group %q: give both starts and per, or neither (no rate)", ErrInvalidLimit, group)
+	case per > 0 && per < time.Millisecond:
+		return fmt.Errorf("%w of group %q: per must be at least a millisecond", ErrInvalidLimit, group)
+	}
+	return nil
+}
+
+// GroupRates is queue.Queue.GroupRates, whose doc says what it does.
+func (q *Queue) GroupRates(ctx context.Context) (map[string]processor.Rate, error) {
+	set, err := q.readLimits(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return groupRates(set.GroupRates), nil
 }
 
 // warnBadLimits logs the documents of the limits table that are not limits (written by
@@ -204,22 +265,22 @@ func checkGroupLimit(group string, running int) error {
 
 // GroupLimits is queue.Queue.GroupLimits, whose doc says what it does.
 func (q *Queue) GroupLimits(ctx context.Context) (map[string]int, error) {
-	_, groups, err := q.readLimits(ctx)
+	set, err := q.readLimits(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if groups == nil {
-		groups = map[string]int{}
+	if set.Groups == nil {
+		return map[string]int{}, nil
 	}
-	return groups, nil
+	return set.Groups, nil
 }
 
-// readLimits reads the stored limits, by name and by group, for Limits and GroupLimits;
-// a document that cannot be read is logged and left out.
-func (q *Queue) readLimits(ctx context.Context) (stored []rdb.StoredLimit, groups map[string]int, err error) {
+// readLimits reads the stored limits, by name and by group, for Limits, GroupLimits and
+// GroupRates; a document that cannot be read is logged and left out.
+func (q *Queue) readLimits(ctx context.Context) (rdb.LimitSet, error) {
 	end, err := q.begin(ctx)
 	if err != nil {
-		return nil, nil, err
+		return rdb.LimitSet{}, err
 	}
 	defer end()
 	var set rdb.LimitSet
@@ -228,10 +289,10 @@ func (q *Queue) readLimits(ctx context.Context) (stored []rdb.StoredLimit, group
 		return err
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("queue %s: list limits: %w", q.cfg.Name, err)
+		return rdb.LimitSet{}, fmt.Errorf("queue %s: list limits: %w", q.cfg.Name, err)
 	}
 	q.warnBadLimits(set)
-	return set.Names, set.Groups, nil
+	return set, nil
 }
 
 // maxGroupRead bounds the unfinished jobs GroupCounts reads: on RethinkDB 2.4.4, about

@@ -24,8 +24,10 @@ type limiter struct {
 
 	read   time.Time
 	limits map[string]Limiting
-	// groups are the running limits of groups ("": the default).
+	// groups are the running limits of groups ("": the default), and rates their rate
+	// limits.
 	groups map[string]int
+	rates  map[string]Rate
 	// none is set while the limits are known and there are none (see Reserve); under mu,
 	// like stale.
 	none bool
@@ -84,7 +86,7 @@ func (p *producer) refreshLimits(ctx context.Context, now time.Time) {
 	// A beat's read may have begun before a limit set here: a change here is read again.
 	if beat != nil && !stale && beatAt.After(l.read) {
 		l.read = beatAt
-		l.limits, l.groups, l.none = beat.Names, beat.Groups, len(beat.Names) == 0 && len(beat.Groups) == 0
+		l.apply(*beat)
 	}
 	due := stale || now.Sub(l.read) >= limitsRefresh
 	l.mu.Unlock()
@@ -99,8 +101,13 @@ func (p *producer) refreshLimits(ctx context.Context, now time.Time) {
 	}
 	lims := p.p.cfg.Limits(set)
 	l.mu.Lock()
-	l.limits, l.groups, l.none = lims.Names, lims.Groups, len(lims.Names) == 0 && len(lims.Groups) == 0
+	l.apply(lims)
 	l.mu.Unlock()
+}
+
+// apply makes lims the limits known; l.mu must be held.
+func (l *limiter) apply(lims Limitings) {
+	l.limits, l.groups, l.rates, l.none = lims.Names, lims.Groups, lims.GroupRates, lims.none()
 }
 
 // holdBack are the jobs a claim leaves out: of these names, groups and sequences.
@@ -140,12 +147,14 @@ func (p *producer) held(ctx context.Context, now time.Time) (hold holdBack, unti
 			hold.names = append(hold.names, name)
 		} else if group, ok := strings.CutPrefix(key, rdb.GroupSlot("")); ok {
 			hold.groups = append(hold.groups, group)
+		} else if group, ok := strings.CutPrefix(key, rdb.GroupRateSlot("")); ok {
+			hold.groups = append(hold.groups, group)
 		} else if seq, ok := strings.CutPrefix(key, rdb.SequenceSlot("")); ok {
 			hold.seqs = append(hold.seqs, seq)
 		}
 	}
 	l.mu.Unlock()
-	if len(l.limits) > 0 || len(l.groups) > 0 {
+	if len(l.limits) > 0 || len(l.groups) > 0 || len(l.rates) > 0 {
 		// Limits set or removed elsewhere, or a window opening on a day the clock jumps,
 		// are seen within limitsRefresh even while the producer has nothing else to do.
 		sooner(now.Add(limitsRefresh))

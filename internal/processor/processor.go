@@ -103,11 +103,23 @@ type Limiting struct {
 }
 
 // Limitings are the table's limits as the producer applies them: by job name, and the
-// running limit of each group (the key "" holds the default of groups without one).
+// running limit and the rate of each group (the key "" holds the default of groups
+// without one of their own).
 type Limitings struct {
-	Names  map[string]Limiting
-	Groups map[string]int
+	Names      map[string]Limiting
+	Groups     map[string]int
+	GroupRates map[string]Rate
 }
+
+// Rate is a group's rate limit: at most Starts starts in any span of Per (zero Starts:
+// none).
+type Rate struct {
+	Starts int
+	Per    time.Duration
+}
+
+// none reports whether l limits nothing.
+func (l Limitings) none() bool { return len(l.Names) == 0 && len(l.Groups) == 0 && len(l.GroupRates) == 0 }
 
 // Config is what a Processor needs. Every func field is called from the processor's
 // goroutines and must be safe for concurrent use.

@@ -20,24 +20,45 @@ import (
 // again, unless a run of this processor gives one back first.
 const slotRecheck = 250 * time.Millisecond
 
-// slotKeys are the slot keys that a run of j must hold, with their limits.
-func (l *limiter) slotKeys(j *job.Job) (keys []string, limits []int) {
+// slotNeed is a slot a run of a job must hold: its key, the key's limit, and for a
+// rate, how long a start holds it (see rdb.GroupRateSlot).
+type slotNeed struct {
+	key    string
+	limit  int
+	expire time.Duration
+}
+
+// rateSlack is added to the span of a rate: a start is counted from its take, which comes
+// before its claim by a few milliseconds, and by as much as the clocks of two machines
+// differ; counted so, no start falls within the span of Starts counted before it.
+const rateSlack = time.Second
+
+// slotNeeds are the slots that a run of j must hold.
+func (l *limiter) slotNeeds(j *job.Job) []slotNeed {
+	var needs []slotNeed
 	if n := l.limits[j.Name].Running; n > 0 {
-		keys, limits = append(keys, rdb.NameSlot(j.Name)), append(limits, n)
+		needs = append(needs, slotNeed{key: rdb.NameSlot(j.Name), limit: n})
 	}
 	if g := j.Group(); g != "" {
-		n, ok := l.groups[g]
-		if !ok {
-			n = l.groups[""]
+		if n := ofGroup(l.groups, g); n > 0 {
+			needs = append(needs, slotNeed{key: rdb.GroupSlot(g), limit: n})
 		}
-		if n > 0 {
-			keys, limits = append(keys, rdb.GroupSlot(g)), append(limits, n)
+		if rate := ofGroup(l.rates, g); rate.Starts > 0 {
+			needs = append(needs, slotNeed{key: rdb.GroupRateSlot(g), limit: rate.Starts, expire: rate.Per + rateSlack})
 		}
 	}
 	if s := j.Sequence(); s != "" {
-		keys, limits = append(keys, rdb.SequenceSlot(s)), append(limits, 1)
+		needs = append(needs, slotNeed{key: rdb.SequenceSlot(s), limit: 1})
 	}
-	return keys, limits
+	return needs
+}
+
+// ofGroup is group g's own value in m, else the default's (key "").
+func ofGroup[V any](m map[string]V, g string) V {
+	if v, ok := m[g]; ok {
+		return v
+	}
+	return m[""]
 }
 
 // firstOfSequences keeps the jobs that belong to no sequence and those that come first
@@ -181,76 +202,93 @@ func dueNow(j *job.Job, now time.Time) bool {
 func (p *producer) takeSlots(ctx context.Context, jobs []*job.Job, now time.Time) (kept []*job.Job, slots map[string][]string) {
 	l := &p.lim
 	jobs = p.firstOfSequences(ctx, jobs, now)
-	if len(l.groups) == 0 && !anyRunning(l.limits) && !slices.ContainsFunc(jobs, func(j *job.Job) bool { return j.Sequence() != "" }) {
+	if len(l.groups) == 0 && len(l.rates) == 0 && !anyRunning(l.limits) && !slices.ContainsFunc(jobs, func(j *job.Job) bool { return j.Sequence() != "" }) {
 		return jobs, nil
 	}
-	need := make(map[string][]string)
-	var order []string
-	takes := make(map[string]*rdb.SlotTake)
+	need, list := p.slotTakes(jobs)
+	if len(list) == 0 {
+		return jobs, nil
+	}
+	got := p.takeWithStale(ctx, list, now)
+	return p.keepHolders(ctx, jobs, need, got, list, now)
+}
+
+// slotTakes are the takes of the slots jobs need, a key each in the order first met, and
+// the keys of each job that needs some, by id.
+func (p *producer) slotTakes(jobs []*job.Job) (need map[string][]string, list []rdb.SlotTake) {
+	need = make(map[string][]string)
+	at := make(map[string]int) // key → its take's index in list
 	for _, j := range jobs {
-		keys, limits := l.slotKeys(j)
-		if len(keys) == 0 {
-			continue
-		}
-		need[j.ID] = keys
-		for i, key := range keys {
-			t, ok := takes[key]
+		for _, n := range p.lim.slotNeeds(j) {
+			need[j.ID] = append(need[j.ID], n.key)
+			i, ok := at[n.key]
 			if !ok {
-				t = &rdb.SlotTake{Key: key, Limit: limits[i]}
-				takes[key] = t
-				order = append(order, key)
+				i, at[n.key] = len(list), len(list)
+				list = append(list, rdb.SlotTake{Key: n.key, Limit: n.limit, Expire: n.expire})
 			}
-			t.Want = append(t.Want, p.p.holder(j.ID, j.ProcessCount+1))
+			list[i].Want = append(list[i].Want, p.p.holderFor(n.key, j.ID, j.ProcessCount+1))
 		}
 	}
-	if len(takes) == 0 {
-		return jobs, nil
-	}
-	list := make([]rdb.SlotTake, len(order))
-	for i, key := range order {
-		list[i] = *takes[key]
-	}
+	return need, list
+}
+
+// takeWithStale takes the slots of list. A key without room for every run asked for may
+// hold slots of runs that are over (a worker that died): those are dropped, and taken
+// again (a rate's starts expire on the server instead). A take that fails holds nothing:
+// the jobs that need slots wait.
+func (p *producer) takeWithStale(ctx context.Context, list []rdb.SlotTake, now time.Time) rdb.Slots {
 	got, err := p.p.cfg.Store.TakeSlots(ctx, list)
-	if err == nil {
-		// A key without room for every run asked for may hold slots of runs that are over
-		// (a worker that died): drop those, and take again.
-		var again []rdb.SlotTake
-		full := make(rdb.Slots)
-		for _, t := range list {
-			for _, h := range t.Want {
-				if !got.Holds(t.Key, h) {
-					full[t.Key] = got[t.Key]
-					break
-				}
-			}
-		}
-		if len(full) > 0 {
-			stale, serr := p.p.cfg.Store.Stale(ctx, full, now)
-			if serr != nil {
-				p.p.cfg.Log.Warn("reading the runs that hold running slots failed", "err", serr)
-			}
-			for _, t := range list {
-				if ids := stale[t.Key]; len(ids) > 0 {
-					t.Stale = ids
-					again = append(again, t)
-				}
-			}
-		}
-		if len(again) > 0 {
-			more, aerr := p.p.cfg.Store.TakeSlots(ctx, again)
-			if aerr == nil {
-				for key, held := range more {
-					got[key] = held
-				}
-			}
-		}
-	}
 	if err != nil {
 		p.p.cfg.Log.Warn("taking running slots failed; the jobs that need them wait", "err", err)
-		got = rdb.Slots{}
+		return rdb.Slots{}
+	}
+	full := make(rdb.Slots)
+	for _, t := range list {
+		if rdb.IsRateSlot(t.Key) {
+			continue
+		}
+		for _, h := range t.Want {
+			if !got.Holds(t.Key, h) {
+				full[t.Key] = got[t.Key]
+				break
+			}
+		}
+	}
+	if len(full) == 0 {
+		return got
+	}
+	stale, err := p.p.cfg.Store.Stale(ctx, full, now)
+	if err != nil {
+		p.p.cfg.Log.Warn("reading the runs that hold running slots failed", "err", err)
+	}
+	var again []rdb.SlotTake
+	for _, t := range list {
+		if ids := stale[t.Key]; len(ids) > 0 {
+			t.Stale = ids
+			again = append(again, t)
+		}
+	}
+	if len(again) > 0 {
+		if more, err := p.p.cfg.Store.TakeSlots(ctx, again); err == nil {
+			for key, held := range more {
+				got[key] = held
+			}
+		}
+	}
+	return got
+}
+
+// keepHolders keeps, in order, the jobs that need no slot and those that got every slot
+// they need (slots: their keys by job id), and gives back the slots of a job that got
+// some but not all. A key that had no room holds its jobs back (fullUntil).
+func (p *producer) keepHolders(ctx context.Context, jobs []*job.Job, need map[string][]string, got rdb.Slots, list []rdb.SlotTake, now time.Time) (kept []*job.Job, slots map[string][]string) {
+	expire := make(map[string]time.Duration, len(list))
+	for _, t := range list {
+		expire[t.Key] = t.Expire
 	}
 	slots = make(map[string][]string)
 	giveBack := make(map[string][]rdb.Holder)
+	l := &p.lim
 	l.mu.Lock() // over fullUntil, which slotsFreed reads
 	if l.fullUntil == nil {
 		l.fullUntil = make(map[string]time.Time)
@@ -261,13 +299,12 @@ func (p *producer) takeSlots(ctx context.Context, jobs []*job.Job, now time.Time
 			kept = append(kept, j)
 			continue
 		}
-		h := p.p.holder(j.ID, j.ProcessCount+1)
 		var have []string
 		for _, key := range keys {
-			if got.Holds(key, h) {
+			if got.Holds(key, p.p.holderFor(key, j.ID, j.ProcessCount+1)) {
 				have = append(have, key)
 			} else {
-				l.fullUntil[key] = now.Add(slotRecheck)
+				l.fullUntil[key] = fullUntil(got[key], expire[key], now)
 			}
 		}
 		if len(have) == len(keys) {
@@ -276,12 +313,31 @@ func (p *producer) takeSlots(ctx context.Context, jobs []*job.Job, now time.Time
 			continue
 		}
 		for _, key := range have {
-			giveBack[key] = append(giveBack[key], h)
+			giveBack[key] = append(giveBack[key], p.p.holderFor(key, j.ID, j.ProcessCount+1))
 		}
 	}
 	l.mu.Unlock()
 	p.releaseSlots(ctx, giveBack)
 	return kept, slots
+}
+
+// fullUntil is until when a key found full holds its jobs back: slotRecheck, or for a
+// rate's (a holder expires after expire), until its oldest start expires.
+func fullUntil(held map[string]rdb.HeldSlot, expire time.Duration, now time.Time) time.Time {
+	until := now.Add(slotRecheck)
+	if expire <= 0 {
+		return until
+	}
+	var oldest time.Time
+	for _, h := range held {
+		if oldest.IsZero() || h.At.Before(oldest) {
+			oldest = h.At
+		}
+	}
+	if oldest.IsZero() {
+		return until
+	}
+	return latest(until, oldest.Add(expire))
 }
 
 func anyRunning(limits map[string]Limiting) bool {
@@ -307,16 +363,19 @@ func (p *producer) settleSlots(ctx context.Context, jobs []*job.Job, slots map[s
 		if !ok {
 			continue
 		}
-		h := p.p.holder(j.ID, j.ProcessCount+1)
+		pc := j.ProcessCount + 1
 		if won[j.ID] {
-			if pr.slotRuns == nil {
-				pr.slotRuns = make(map[rdb.RunKey][]string)
+			// A rate's slot is the start's: the run's end does not give it back.
+			if held := slices.DeleteFunc(slices.Clone(keys), rdb.IsRateSlot); len(held) > 0 {
+				if pr.slotRuns == nil {
+					pr.slotRuns = make(map[rdb.RunKey][]string)
+				}
+				pr.slotRuns[rdb.RunKey{ID: j.ID, ProcessCount: pc}] = held
 			}
-			pr.slotRuns[rdb.RunKey{ID: h.ID, ProcessCount: h.PC}] = keys
 			continue
 		}
 		for _, key := range keys {
-			giveBack[key] = append(giveBack[key], h)
+			giveBack[key] = append(giveBack[key], p.p.holderFor(key, j.ID, pc))
 		}
 	}
 	pr.slotMu.Unlock()
@@ -415,4 +474,12 @@ func mapKeys[V any](m map[string]V) []string {
 // queue holds its slots.
 func (p *Processor) holder(id string, pc int) rdb.Holder {
 	return rdb.Holder{ID: id, PC: pc, Queue: p.cfg.QueueID}
+}
+
+// holderFor is the holder of key's slot for the run of job id that makes processCount pc.
+func (p *Processor) holderFor(key, id string, pc int) rdb.Holder {
+	if rdb.IsRateSlot(key) {
+		return rdb.RateHolder(id, pc, p.cfg.QueueID)
+	}
+	return p.holder(id, pc)
 }

@@ -2,6 +2,7 @@ package rdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -38,10 +39,24 @@ type StoredLimit struct {
 // with it.
 const GroupLimitPrefix = "rjq:group:"
 
-// PutGroupLimit writes the running limit of group ("": the default).
+// PutGroupLimit writes the running limit of group ("": the default), keeping its rate.
 func (t *Table) PutGroupLimit(ctx context.Context, group string, running int) error {
-	doc := map[string]any{"id": GroupLimitPrefix + group, "group": group, "running": running, "queueId": t.QueueID}
-	_, err := t.Write(ctx, t.Side(LimitsSuffix).Insert(doc, r.InsertOpts{Conflict: "replace"}))
+	return t.putGroupDoc(ctx, group, map[string]any{"running": running})
+}
+
+// PutGroupRate writes the rate limit of group ("": the default): starts in any span of
+// per (milliseconds); 0, 0: none. It keeps the group's running limit.
+func (t *Table) PutGroupRate(ctx context.Context, group string, starts int, per float64) error {
+	return t.putGroupDoc(ctx, group, map[string]any{"starts": starts, "per": per})
+}
+
+// putGroupDoc merges fields into the limits document of group.
+func (t *Table) putGroupDoc(ctx context.Context, group string, fields map[string]any) error {
+	doc := map[string]any{"id": GroupLimitPrefix + group, "group": group, "queueId": t.QueueID}
+	for k, v := range fields {
+		doc[k] = v
+	}
+	_, err := t.Write(ctx, t.Side(LimitsSuffix).Insert(doc, r.InsertOpts{Conflict: "update"}))
 	return err
 }
 
@@ -64,8 +79,10 @@ func (t *Table) DeleteLimit(ctx context.Context, name string) (bool, error) {
 type LimitSet struct {
 	// Names are the limits by job name, by name.
 	Names []StoredLimit
-	// Groups are the running limits of groups ("": the default).
-	Groups map[string]int
+	// Groups are the running limits of groups ("": the default), and GroupRates their rate
+	// limits.
+	Groups     map[string]int
+	GroupRates map[string]GroupRate
 	// Bad are the documents that are not limits (written by hand, say), left out so that
 	// they cannot switch off the others.
 	Bad []error
@@ -87,15 +104,21 @@ func limitDocs(tbl r.Term) r.Term { return tbl.OrderBy("id") }
 
 // limitSet reads the documents of a limits table.
 func limitSet(docs []map[string]any) LimitSet {
-	set := LimitSet{Groups: make(map[string]int)}
+	set := LimitSet{Groups: make(map[string]int), GroupRates: make(map[string]GroupRate)}
 	for _, doc := range docs {
 		if id, _ := doc["id"].(string); strings.HasPrefix(id, GroupLimitPrefix) {
-			n, ok := docfmt.Number(doc["running"])
-			if !ok || n != math.Trunc(n) || n < 0 {
-				set.Bad = append(set.Bad, fmt.Errorf("group limit document %q: want running as a whole number, not negative", id))
+			group := strings.TrimPrefix(id, GroupLimitPrefix)
+			running, rate, err := groupLimitFrom(doc)
+			if err != nil {
+				set.Bad = append(set.Bad, fmt.Errorf("group limit document %q: %w", id, err))
 				continue
 			}
-			set.Groups[strings.TrimPrefix(id, GroupLimitPrefix)] = int(n)
+			if running != nil {
+				set.Groups[group] = *running
+			}
+			if rate != nil {
+				set.GroupRates[group] = *rate
+			}
 			continue
 		}
 		l, err := limitFrom(doc)
@@ -106,6 +129,45 @@ func limitSet(docs []map[string]any) LimitSet {
 		set.Names = append(set.Names, l)
 	}
 	return set
+}
+
+// GroupRate is a group's rate limit: at most Starts starts in any span of Per
+// (milliseconds); zero Starts: none.
+type GroupRate struct {
+	Starts int
+	Per    float64
+}
+
+// groupLimitFrom reads the running limit and the rate of a group's limits document, each
+// nil when the document has none.
+func groupLimitFrom(doc map[string]any) (running *int, rate *GroupRate, err error) {
+	whole := func(k string) (int, bool, bool) {
+		if doc[k] == nil {
+			return 0, false, true
+		}
+		n, ok := docfmt.Number(doc[k])
+		return int(n), true, ok && n == math.Trunc(n) && n >= 0
+	}
+	n, has, ok := whole("running")
+	if !ok {
+		return nil, nil, errors.New("want running as a whole number, not negative")
+	}
+	if has {
+		running = &n
+	}
+	starts, hasStarts, okStarts := whole("starts")
+	per, okPer := docfmt.Number(doc["per"])
+	switch {
+	case !hasStarts && doc["per"] == nil:
+	case !okStarts || !okPer || per < 0 || (starts > 0) != (per > 0):
+		return nil, nil, errors.New("want starts as a whole number and per as milliseconds, both 0 or both above 0")
+	default:
+		rate = &GroupRate{Starts: starts, Per: per}
+	}
+	if running == nil && rate == nil {
+		return nil, nil, errors.New("want running, or starts and per")
+	}
+	return running, rate, nil
 }
 
 // limitFrom reads a limit document; the bucket's level and time are the server's business.

@@ -3,6 +3,8 @@ package rdb
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
@@ -29,6 +31,22 @@ func NameSlot(name string) string { return "name:" + name }
 // GroupSlot is the key of the running limit of group.
 func GroupSlot(group string) string { return "group:" + group }
 
+// GroupRateSlot is the key of the rate limit of group. Its slots are starts, not runs:
+// each is held for the span of the rate (SlotTake.Expire) from its take, whatever the
+// run does, and given back only when its claim did not win the job; a run's start holds
+// one of them under RateHolder.
+func GroupRateSlot(group string) string { return "grouprate:" + group }
+
+// IsRateSlot reports whether key is the key of a rate (GroupRateSlot).
+func IsRateSlot(key string) bool { return strings.HasPrefix(key, "grouprate:") }
+
+// RateHolder is the holder of a rate slot for the start of job id that makes its
+// processCount pc, by queue: one per start, so that two starts of one job within the
+// rate's span (a quick retry) hold two.
+func RateHolder(id string, pc int, queue string) Holder {
+	return Holder{ID: id + "#" + strconv.Itoa(pc), PC: pc, Queue: queue}
+}
+
 // Holder is a run that holds, or wants, a slot: the job, the processCount its claim sets,
 // and the queue that takes the slot for it. Two queues that read the same job both want
 // its slot; only one gets it, and only that one claims the job (and only its release
@@ -40,12 +58,14 @@ type Holder struct {
 }
 
 // SlotTake asks for slots of one key: the runs of Want, in order, while the key's holders
-// number fewer than Limit, once the holders of Stale are dropped.
+// number fewer than Limit, once the holders of Stale are dropped, and, with Expire, those
+// taken longer than Expire ago by the server's clock (a rate's).
 type SlotTake struct {
-	Key   string   `rethinkdb:"key"`
-	Limit int      `rethinkdb:"limit"`
-	Want  []Holder `rethinkdb:"want"`
-	Stale []string `rethinkdb:"stale"`
+	Key    string        `rethinkdb:"key"`
+	Limit  int           `rethinkdb:"limit"`
+	Want   []Holder      `rethinkdb:"want"`
+	Stale  []string      `rethinkdb:"stale"`
+	Expire time.Duration `rethinkdb:"-"`
 }
 
 // HeldSlot is a run holding a slot, as its key's document stores it.
@@ -75,16 +95,33 @@ const slotsDoc = "slots"
 // document, and returns the holders of every key after it: a run holds a slot when
 // Slots.Holds says so. A run that holds its slot already keeps it.
 func (t *Table) TakeSlots(ctx context.Context, takes []SlotTake) (Slots, error) {
-	if len(takes) == 0 {
-		return Slots{}, nil
+	rates, takes := splitRates(takes)
+	out := Slots{}
+	if len(rates) > 0 {
+		var err error
+		if out, err = t.takeRates(ctx, rates); err != nil {
+			return nil, err
+		}
 	}
+	if len(takes) == 0 {
+		return out, nil
+	}
+	held, err := t.takeSlots(ctx, takes)
+	for key, h := range held {
+		out[key] = h
+	}
+	return out, err
+}
+
+// takeSlots is TakeSlots of keys other than rates', in the slots document.
+func (t *Table) takeSlots(ctx context.Context, takes []SlotTake) (Slots, error) {
 	byKey := make(map[string]any, len(takes))
 	for _, take := range takes {
 		stale := take.Stale
 		if stale == nil {
 			stale = []string{}
 		}
-		byKey[take.Key] = map[string]any{"limit": take.Limit, "want": take.Want, "stale": stale}
+		byKey[take.Key] = map[string]any{"limit": take.Limit, "want": take.Want, "stale": stale, "expire": take.Expire.Seconds()}
 	}
 	slots := t.Side(SlotsSuffix)
 	// Every value a query names more than once is bound with Do, so that the server
@@ -158,8 +195,13 @@ func holdersWhere(v r.Term, keep func(id, h r.Term) r.Term) r.Term {
 // taken is a key's holders held after the take asked: the holders but those it found
 // stale, and then the runs it wants, in order, while there is room.
 func taken(held, asked r.Term) r.Term {
-	stale := asked.Field("stale")
-	return holdersWhere(held, func(id, _ r.Term) r.Term { return stale.Contains(id).Not() }).
+	stale, expire := asked.Field("stale"), asked.Field("expire")
+	live := func(h r.Term) r.Term {
+		return r.Branch(expire.Gt(0), h.Field("at").Default(nil).Do(func(at r.Term) any {
+			return r.Branch(at.TypeOf().Eq("PTYPE<TIME>"), at.Gt(r.Now().Sub(expire)), false)
+		}), true)
+	}
+	return holdersWhere(held, func(id, h r.Term) r.Term { return stale.Contains(id).Not().And(live(h)) }).
 		Do(func(kept r.Term) any {
 			room := asked.Field("limit").Sub(kept.Keys().Count())
 			add := asked.Field("want").
@@ -198,23 +240,30 @@ func (t *Table) ReleaseSlots(ctx context.Context, runs map[string][]Holder) erro
 	if len(runs) == 0 {
 		return nil
 	}
-	rel := make(map[string]any, len(runs))
+	rel, rates := make(map[string]any, len(runs)), make(map[string]any)
 	for key, hs := range runs {
 		m := make(map[string]any, len(hs))
 		for _, h := range hs {
 			m[h.ID] = map[string]any{"pc": h.PC, "q": h.Queue}
 		}
-		rel[key] = m
+		if IsRateSlot(key) {
+			rates[key] = m
+		} else {
+			rel[key] = m
+		}
+	}
+	if len(rates) > 0 {
+		if err := t.releaseRates(ctx, rates); err != nil {
+			return err
+		}
+	}
+	if len(rel) == 0 {
+		return nil
 	}
 	_, err := t.Write(ctx, t.Side(SlotsSuffix).Get(slotsDoc).Replace(func(doc r.Term) any {
 		return r.Do(r.Expr(rel), objectOr(doc.Default(nil).Field("keys").Default(nil)), func(rel, keys r.Term) any {
 			changed := rel.Keys().Map(func(k r.Term) any {
-				return rel.Field(k).Do(func(mine r.Term) any {
-					return []any{k, holdersWhere(fieldOr(keys, k, nil), func(id, h r.Term) r.Term {
-						return mine.HasFields(id).Not().Or(
-							h.Field("pc").Ne(mine.Field(id).Field("pc")).Or(h.Field("q").Default(nil).Ne(mine.Field(id).Field("q"))))
-					})}
-				})
+				return []any{k, notMine(fieldOr(keys, k, nil), rel.Field(k))}
 			})
 			return r.Branch(doc.Eq(nil), nil, map[string]any{"id": slotsDoc, "keys": rewrite(keys, rel.Keys(), changed)})
 		})
@@ -223,6 +272,15 @@ func (t *Table) ReleaseSlots(ctx context.Context, runs map[string][]Holder) erro
 		return fmt.Errorf("queue %s: give running slots back: %w", t.Name, err)
 	}
 	return nil
+}
+
+// notMine is the holders of a key's value held but the runs of mine ({id: {pc, q}}): a
+// holder is dropped only while it is that run (same processCount, the same queue).
+func notMine(held, mine r.Term) r.Term {
+	return holdersWhere(held, func(id, h r.Term) r.Term {
+		return mine.HasFields(id).Not().Or(
+			h.Field("pc").Ne(mine.Field(id).Field("pc")).Or(h.Field("q").Default(nil).Ne(mine.Field(id).Field("q"))))
+	})
 }
 
 // claimGrace is how long a slot taken for a claim that has not landed counts as held:

@@ -150,3 +150,41 @@ func TestTwoQueuesWantingOneJobsSlot(t *testing.T) {
 	assert.False(t, got.Holds(key, other), "b's release did not free a's slot: the key is still full at 1")
 	assert.True(t, got.Holds(key, a))
 }
+
+// A rate's starts are held by start, not by run: two starts of one job each hold one, up
+// to the limit; they expire after the span by the server's clock; a release gives back
+// only the start it names; and a take of a rate and of a running slot in one call takes
+// both.
+func TestRateStartsExpireAndAreGivenBackByStart(t *testing.T) {
+	tbl, insert := slotsTable(t)
+	ctx := context.Background()
+	now := time.Now()
+	a, b := insert(job.Waiting, 0, now), insert(job.Waiting, 0, now)
+	key, running := rdb.GroupRateSlot("acme"), rdb.GroupSlot("acme")
+	first, second := rdb.RateHolder(a, 1, "q"), rdb.RateHolder(a, 2, "q")
+	span := 2 * time.Second
+	got, err := tbl.TakeSlots(ctx, []rdb.SlotTake{
+		{Key: key, Limit: 2, Want: []rdb.Holder{first, second}, Expire: span},
+		{Key: running, Limit: 1, Want: []rdb.Holder{{ID: b, PC: 1, Queue: "q"}}},
+	})
+	require.NoError(t, err)
+	assert.True(t, got.Holds(key, first) && got.Holds(key, second), "two starts of one job hold two")
+	assert.True(t, got.Holds(running, rdb.Holder{ID: b, PC: 1, Queue: "q"}))
+	third := rdb.RateHolder(b, 1, "q")
+	got, err = tbl.TakeSlots(ctx, []rdb.SlotTake{{Key: key, Limit: 2, Want: []rdb.Holder{third}, Expire: span}})
+	require.NoError(t, err)
+	assert.False(t, got.Holds(key, third), "the rate is full")
+
+	require.NoError(t, tbl.ReleaseSlots(ctx, map[string][]rdb.Holder{key: {second}}))
+	got, err = tbl.TakeSlots(ctx, []rdb.SlotTake{{Key: key, Limit: 2, Want: []rdb.Holder{third}, Expire: span}})
+	require.NoError(t, err)
+	assert.True(t, got.Holds(key, third), "the start given back makes room")
+	assert.True(t, got.Holds(key, first), "the other start is kept")
+
+	fourth := rdb.RateHolder(b, 2, "q")
+	require.Eventually(t, func() bool {
+		got, err = tbl.TakeSlots(ctx, []rdb.SlotTake{{Key: key, Limit: 2, Want: []rdb.Holder{fourth}, Expire: span}})
+		return err == nil && got.Holds(key, fourth)
+	}, 3*span, 100*time.Millisecond, "starts expire after the span")
+	assert.GreaterOrEqual(t, time.Since(now), span, "not before it")
+}
