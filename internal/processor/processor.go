@@ -119,7 +119,9 @@ type Rate struct {
 }
 
 // none reports whether l limits nothing.
-func (l Limitings) none() bool { return len(l.Names) == 0 && len(l.Groups) == 0 && len(l.GroupRates) == 0 }
+func (l Limitings) none() bool {
+	return len(l.Names) == 0 && len(l.Groups) == 0 && len(l.GroupRates) == 0
+}
 
 // Config is what a Processor needs. Every func field is called from the processor's
 // goroutines and must be safe for concurrent use.
