@@ -182,7 +182,7 @@ func TestWritesGoWithoutTheReadModeAndReadsWithIt(t *testing.T) {
 	assert.NotZero(t, reads.Count(), "reads (GetJob) keep the read mode")
 }
 
-// Issue 31, defect A, through the wire: a run's failed outcome lands but its answer is
+// A lost outcome answer, through the wire: a run's failed outcome lands but its answer is
 // lost, so the completer writes it again; before it can, the job (due again at once) is
 // claimed again and its second run succeeds. The retried write finds the first outcome
 // landed, and must still write the second: the job ends completed, its completion raised
@@ -267,7 +267,7 @@ func (h *messageCounter) Handle(_ context.Context, r slog.Record) error {
 func (h *messageCounter) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *messageCounter) WithGroup(string) slog.Handler      { return h }
 
-// Issue 31, defect B: a connection loss shorter than the lease, right after handlers
+// A connection loss shorter than the lease, right after handlers
 // return, costs no second run. The worker's outcome writes fail for half a lease (every
 // connection reset and refused, or silent); the runs' leases must be renewed while their
 // outcomes wait, and the retries must not wait past the leases' end, so that the Queue

@@ -194,7 +194,7 @@ func TestHandWrittenLimitDocuments(t *testing.T) {
 
 // A processing queue reads the limits in its beats' query: while beats come it sends no
 // read of the limits of its own (it did every 5 s), so the periodic queries of N worker
-// processes are their beats (issue 34). A limit set by another queue meanwhile applies.
+// processes are their beats. A limit set by another queue meanwhile applies.
 func TestTheBeatsBringTheLimits(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, &queue.Options{MasterInterval: -1})

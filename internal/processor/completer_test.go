@@ -20,7 +20,7 @@ func outcomeOf(j *job.Job, status job.Status, event string) *outcome {
 	}
 }
 
-// Issue 31, defect A: a run's outcome lands but its answer is lost, so it is written again;
+// A lost outcome answer: a run's outcome lands but its answer is lost, so it is written again;
 // meanwhile the job, failed for a retry, is claimed again and its next run succeeds. The
 // retried write finds the first outcome landed: that must not make the second count as
 // written (it was dropped, and its completed event raised anyway).

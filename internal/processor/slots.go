@@ -72,23 +72,7 @@ func (p *producer) firstOfSequences(ctx context.Context, jobs []*job.Job, now ti
 	if !slices.ContainsFunc(jobs, func(j *job.Job) bool { return j.Sequence() != "" }) {
 		return jobs
 	}
-	turn, unknown, err := p.turns(ctx, jobs)
-	var heads map[string]rdb.Candidate
-	if err == nil && len(unknown) > 0 {
-		heads, err = p.p.cfg.Store.SequenceHeads(ctx, unknown)
-	}
-	switch {
-	case errors.Is(err, rdb.ErrNoSequenceIndex):
-		if !p.seqIndexAsked {
-			p.seqIndexAsked = true
-			p.p.cfg.Log.Info("the jobs of sequences wait until the table's index of sequences is built", "index", rdb.IndexSequence)
-			if err := p.p.cfg.Store.EnsureSequenceIndex(ctx); err != nil {
-				p.p.cfg.Log.Warn("creating the index of sequences failed: the jobs of sequences wait until it exists", "index", rdb.IndexSequence, "err", err)
-			}
-		}
-	case err != nil:
-		p.p.cfg.Log.Warn("reading the first job of each sequence failed; the jobs of sequences wait", "err", err)
-	}
+	turn, heads, err := p.sequenceTurns(ctx, jobs)
 	kept := make([]*job.Job, 0, len(jobs))
 	taken := make(map[string]bool) // keys whose first job this claim takes
 	inClaim := make(map[string]bool, len(jobs))
@@ -142,6 +126,30 @@ func (p *producer) firstOfSequences(ctx context.Context, jobs []*job.Job, now ti
 		l.fullUntil[rdb.SequenceSlot(s)] = now.Add(slotRecheck)
 	}
 	return kept
+}
+
+// sequenceTurns tells the turn of each job of a sequence among jobs (turns), and the first
+// job of each key whose turns it cannot tell, from the index of sequences. An error says
+// that the jobs of sequences wait: it is logged here, and a missing index is made.
+func (p *producer) sequenceTurns(ctx context.Context, jobs []*job.Job) (map[string]rdb.Turn, map[string]rdb.Candidate, error) {
+	turn, unknown, err := p.turns(ctx, jobs)
+	var heads map[string]rdb.Candidate
+	if err == nil && len(unknown) > 0 {
+		heads, err = p.p.cfg.Store.SequenceHeads(ctx, unknown)
+	}
+	switch {
+	case errors.Is(err, rdb.ErrNoSequenceIndex):
+		if !p.seqIndexAsked {
+			p.seqIndexAsked = true
+			p.p.cfg.Log.Info("the jobs of sequences wait until the table's index of sequences is built", "index", rdb.IndexSequence)
+			if err := p.p.cfg.Store.EnsureSequenceIndex(ctx); err != nil {
+				p.p.cfg.Log.Warn("creating the index of sequences failed: the jobs of sequences wait until it exists", "index", rdb.IndexSequence, "err", err)
+			}
+		}
+	case err != nil:
+		p.p.cfg.Log.Warn("reading the first job of each sequence failed; the jobs of sequences wait", "err", err)
+	}
+	return turn, heads, err
 }
 
 // turns tells the turn of each job of a sequence among jobs from the job ahead of it

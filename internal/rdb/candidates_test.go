@@ -44,8 +44,8 @@ func ids(list []rdb.Candidate) []any {
 }
 
 // A worker reading its part of the head takes the jobs of a higher priority in another
-// worker's part before its own (issue 35: each worker claiming its own part in priority
-// order started low-priority jobs while higher ones waited elsewhere), and its own first
+// worker's part before its own (a worker claiming its own part in priority order must
+// not start low-priority jobs while higher ones wait elsewhere), and its own first
 // within a priority.
 func TestAPartReadNeverPassesOverAHigherPriorityElsewhere(t *testing.T) {
 	tbl, insert := candidateTable(t)
@@ -201,7 +201,7 @@ func TestALargeDueRangeReadReadsWhatASmallOneDoes(t *testing.T) {
 
 // A read that found its jobs in the head says when a job of a higher priority it passed
 // over falls due (a delayed job, a retry), so that a worker claiming from what it read
-// ahead reads again then (issue 35); one of a lower priority does not count.
+// ahead reads again then; one of a lower priority does not count.
 func TestAReadSaysWhenAHigherPriorityFallsDue(t *testing.T) {
 	for _, part := range []rdb.Part{{}, {Index: 0, Of: 2}} {
 		t.Run("parts "+string(rune('0'+part.Of)), func(t *testing.T) {
