@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -155,6 +156,13 @@ func TestGroupBadInputWritesNothing(t *testing.T) {
 	assert.ErrorIs(t, f.q.SetGroupLimit(ctx, long, 1), queue.ErrInvalidLimit)
 	assert.ErrorIs(t, f.q.SetLimit(ctx, "mail", queue.Limit{Running: -1}), queue.ErrInvalidLimit)
 	assert.ErrorIs(t, f.q.SetLimit(ctx, "rjq:group:x", queue.Limit{Running: 1}), queue.ErrInvalidLimit)
+	huge := strings.Repeat("g", 1000)
+	for _, err := range []error{f.q.SetGroupLimit(ctx, huge, 1), f.q.CreateJob(nil).SetGroup(huge).Err(),
+		f.q.CreateJob(nil).SetSequence(huge).Err(), f.q.SetLimit(ctx, huge, queue.Limit{Running: -1})} {
+		require.Error(t, err)
+		assert.Equal(t, 1, strings.Count(err.Error(), `"g`), "the key once, shortened: %s", err)
+		assert.Contains(t, err.Error(), "(1000 bytes)")
+	}
 	groups, err := f.q.GroupLimits(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, groups)
