@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -268,9 +269,10 @@ func TestWorkflowBadInputWritesNothing(t *testing.T) {
 	b.SetDependsOn(a.ID)
 	self := f.q.CreateJob(3)
 	self.SetDependsOn(self.ID)
+	missing := uuid.NewString()
 	many := make([]string, job.MaxDependsOn+1)
 	for i := range many {
-		many[i] = fmt.Sprintf("id-%d", i)
+		many[i] = uuid.NewString()
 	}
 	cases := []struct {
 		name string
@@ -279,7 +281,8 @@ func TestWorkflowBadInputWritesNothing(t *testing.T) {
 	}{
 		{"a cycle", []*job.Job{a, b}, "cycle"},
 		{"itself", []*job.Job{self}, "itself"},
-		{"a missing parent", []*job.Job{f.q.CreateJob(4).SetDependsOn("no-such-job")}, "no-such-job"},
+		{"a missing parent", []*job.Job{f.q.CreateJob(4).SetDependsOn(missing)}, "not in this call nor in queue"},
+		{"not a job id", []*job.Job{f.q.CreateJob(4).SetDependsOn("not-a-uuid")}, `"not-a-uuid" is not a job id`},
 		{"a parent that will never complete", []*job.Job{f.q.CreateJob(5).SetDependsOn(failed.ID)}, failed.ID + " (cancelled)"},
 		{"an empty id", []*job.Job{f.q.CreateJob(6).SetDependsOn("")}, "empty"},
 		{"no id", []*job.Job{f.q.CreateJob(7).SetDependsOn()}, "at least one"},
@@ -291,6 +294,10 @@ func TestWorkflowBadInputWritesNothing(t *testing.T) {
 			require.ErrorIs(t, err, job.ErrInvalidDependsOn)
 			require.ErrorIs(t, err, job.ErrInvalid)
 			assert.Contains(t, err.Error(), c.says)
+			if c.name == "not a job id" {
+				assert.ErrorIs(t, err, job.ErrInvalidID)
+				assert.ErrorIs(t, c.jobs[0].Err(), job.ErrInvalidID, "refused by SetDependsOn")
+			}
 			for _, j := range c.jobs {
 				assert.Nil(t, f.rawDoc(t, j.ID))
 			}
