@@ -20,10 +20,13 @@ func TestGroupStatsJoinLimitsAndCounts(t *testing.T) {
 			want: []GroupStat{{Group: "a", Active: 1}, {Group: "b", Waiting: 2}}},
 		{name: "the default applies to groups without their own", limits: map[string]int{"": 3, "a": 1},
 			counts: map[string]rdb.GroupCount{"a": {Waiting: 5, Active: 1}, "b": {Active: 3}},
-			want:   []GroupStat{{Group: "a", Limit: 1, Waiting: 5, Active: 1}, {Group: "b", Limit: 3, Active: 3}}},
+			want: []GroupStat{{Group: "", Limit: 3}, {Group: "a", Limit: 1, Waiting: 5, Active: 1},
+				{Group: "b", Limit: 3, Active: 3}}},
 		{name: "a group with a limit and no jobs is a row", limits: map[string]int{"idle": 2},
 			want: []GroupStat{{Group: "idle", Limit: 2}}},
-		{name: "the default alone is no row", limits: map[string]int{"": 4}, want: []GroupStat{}},
+		{name: "the default is the first row, counting no job", limits: map[string]int{"": 4}, want: []GroupStat{{Group: "", Limit: 4}}},
+		{name: "jobs of the group \"\" (written by hand) belong to no group", limits: map[string]int{"": 4},
+			counts: map[string]rdb.GroupCount{"": {Waiting: 2}}, want: []GroupStat{{Group: "", Limit: 4}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, groupStats(tc.limits, tc.counts))

@@ -38,8 +38,13 @@ type StoredLimit struct {
 // with it.
 const GroupLimitPrefix = "rjq:group:"
 
-// PutGroupLimit writes the running limit of group ("": the default).
+// PutGroupLimit writes the running limit of group ("": the default); running 0 removes
+// it, so that the group goes by the default (and the default is none).
 func (t *Table) PutGroupLimit(ctx context.Context, group string, running int) error {
+	if running == 0 {
+		_, err := t.deleteSide(ctx, LimitsSuffix, GroupLimitPrefix+group)
+		return err
+	}
 	doc := map[string]any{"id": GroupLimitPrefix + group, "group": group, "running": running, "queueId": t.QueueID}
 	_, err := t.Write(ctx, t.Side(LimitsSuffix).Insert(doc, r.InsertOpts{Conflict: "replace"}))
 	return err
@@ -64,7 +69,8 @@ func (t *Table) DeleteLimit(ctx context.Context, name string) (bool, error) {
 type LimitSet struct {
 	// Names are the limits by job name, by name.
 	Names []StoredLimit
-	// Groups are the running limits of groups ("": the default).
+	// Groups are the running limits of groups ("": the default), each positive: a group
+	// that is not here goes by the default.
 	Groups map[string]int
 	// Bad are the documents that are not limits (written by hand, say), left out so that
 	// they cannot switch off the others.
@@ -95,7 +101,10 @@ func limitSet(docs []map[string]any) LimitSet {
 				set.Bad = append(set.Bad, fmt.Errorf("group limit document %q: want running as a whole number, not negative", id))
 				continue
 			}
-			set.Groups[strings.TrimPrefix(id, GroupLimitPrefix)] = int(n)
+			if n > 0 {
+				// 0, written before PutGroupLimit removed it, is no limit of its own.
+				set.Groups[strings.TrimPrefix(id, GroupLimitPrefix)] = int(n)
+			}
 			continue
 		}
 		l, err := limitFrom(doc)
