@@ -27,9 +27,11 @@ var ErrNotParent = errors.New("job: not a parent of this job")
 // Blocked, no worker claims it, and it becomes waiting once every parent has completed (a
 // "released" event). A parent may be added in the same AddJob call (in any order within
 // it) or be in the table already; one that has completed counts as done. When a parent is
-// terminated, cancelled or removed before it completes, the job is cancelled, with a
-// reason naming that parent and its status, and so are the jobs that wait for it in
-// turn. A parent that fails and will retry keeps the job blocked until it completes.
+// terminated, cancelled or removed before it completes, the job is cancelled, and so are
+// the jobs that wait for it in turn, level by level: each with a reason (its cancelled
+// event's and its last log entry's) naming that parent and how it ended, "parent <id>
+// was terminated" for its children, "ancestor <id> ("<name>") was terminated" further
+// down. A parent that fails and will retry keeps the job blocked until it completes.
 //
 // In the job's handler, ParentResult decodes a parent's result. The parents are stored
 // in the extra field "rjqDependsOn". Giving ids again adds them; an id given twice counts
