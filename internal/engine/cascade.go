@@ -51,6 +51,9 @@ func (q *Queue) cancelDown(ctx context.Context, children map[string]origin) erro
 		if err != nil {
 			return err
 		}
+		if err := q.cancelledElsewhere(ctx, causes, cancelled); err != nil {
+			return err
+		}
 		next, err := q.db.BlockedChildren(ctx, slices.Collect(maps.Keys(cancelled)), nil)
 		if err != nil {
 			return err
@@ -63,6 +66,32 @@ func (q *Queue) cancelDown(ctx context.Context, children map[string]origin) erro
 					break
 				}
 			}
+		}
+	}
+	return nil
+}
+
+// cancelledElsewhere adds to cancelled those of the jobs of causes that another writer
+// cancelled meanwhile (most often a Queue Master's cascade from the same job, seen on its
+// changefeed), so that the cascade goes on below them too: a CancelJob or RemoveJob
+// returns once every blocked descendant is cancelled, whoever won each of them.
+func (q *Queue) cancelledElsewhere(ctx context.Context, causes, cancelled map[string]origin) error {
+	var others []string
+	for id := range causes {
+		if _, ok := cancelled[id]; !ok {
+			others = append(others, id)
+		}
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	jobs, err := q.db.ReadParents(ctx, others)
+	if err != nil {
+		return err
+	}
+	for id, j := range jobs {
+		if j.Status == job.Cancelled {
+			cancelled[id] = causes[id]
 		}
 	}
 	return nil
