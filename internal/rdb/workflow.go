@@ -464,7 +464,7 @@ func (t *Table) withDone(done map[string]map[string]any, write func(ready func(r
 	entries := make(map[string]any, len(done))
 	var parent string
 	for id, e := range done {
-		entries[id], parent = resultOf(e), id
+		entries[id], parent = KeptResult(e), id
 	}
 	if len(entries) == 1 {
 		// A fan-out: every child released has the one parent, whose result is a constant.
@@ -716,11 +716,11 @@ func (t *Table) claimNow(row, log r.Term, now time.Time, hb time.Duration) map[s
 	}
 }
 
-// resultOf is what a child keeps of its parent's completion log entry e: what
-// job.Job.ParentResult reads, its result and error message (the message, "Job completed",
-// only when the entry has neither), so that a child of a thousand parents does not carry
-// a thousand whole entries.
-func resultOf(e map[string]any) map[string]any {
+// KeptResult is what a child keeps of its parent's completion log entry e (a document)
+// in its field docfmt.ParentResults: what job.Job.ParentResult reads, its result and
+// error message (the message, "Job completed", only when the entry has neither), so that
+// a child of a thousand parents does not carry a thousand whole entries.
+func KeptResult(e map[string]any) map[string]any {
 	out := make(map[string]any, 2)
 	for _, k := range []string{"data", "errorMessage"} {
 		if v, ok := e[k]; ok {
@@ -733,7 +733,7 @@ func resultOf(e map[string]any) map[string]any {
 	return out
 }
 
-// resultFields are the fields of a completion entry that resultOf reads.
+// resultFields are the fields of a completion entry that KeptResult reads.
 var resultFields = []string{"message", "data", "errorMessage"}
 
 // Pending returns, for each of the blocked jobs, a parent in the table that has not
