@@ -5,6 +5,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/errtext"
 )
 
 // MaxGroupLen is the longest group key SetGroup takes, in bytes: the key names a document
@@ -41,7 +42,7 @@ var ErrInvalidGroup = fmt.Errorf("%w group: want a non-empty UTF-8 key of at mos
 // no turn and goes by its time.
 func (j *Job) SetGroup(key string) *Job {
 	if !validKey(key, MaxGroupLen) {
-		return j.fail(fmt.Errorf("%w (got %q)", ErrInvalidGroup, key))
+		return j.fail(fmt.Errorf("%w (got %s)", ErrInvalidGroup, errtext.Key(key)))
 	}
 	j.setField(docfmt.Group, key)
 	return j

@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/errtext"
 )
 
 // Job is one unit of work and the Go form of one document in the queue's table. Read jobs
@@ -161,10 +163,16 @@ func (j *Job) SetRepeatDelay(d time.Duration) *Job {
 	return j
 }
 
-// SetDateEnable sets the earliest time the job may run; the zero time is invalid.
+// SetDateEnable sets the earliest time the job may run; the zero time is invalid, and so
+// is, on a job not added yet, a time at or after its deadline (SetDeadline).
 func (j *Job) SetDateEnable(t time.Time) *Job {
 	if t.IsZero() {
 		return j.fail(ErrInvalidDateEnable)
+	}
+	if d := j.Deadline(); !d.IsZero() {
+		if err := j.startsBefore(toMillis(t), d); err != nil {
+			return j.fail(err)
+		}
 	}
 	j.DateEnable = toMillis(t)
 	return j
@@ -194,7 +202,7 @@ func (j *Job) Validate() error {
 	if j == nil {
 		return fmt.Errorf("%w: nil job", ErrInvalid)
 	}
-	errs := []error{j.err, j.options().Validate(), j.checkDedupe(), j.checkDeadline()}
+	errs := []error{j.err, j.options().Validate(), j.checkDedupe(), j.checkDeadline(), j.checkDependsOn()}
 	if j.Priority == 0 {
 		// Zero means Normal only in Options; a job stores its priority as it is.
 		errs = append(errs, fmt.Errorf("%w (got 0)", ErrInvalidPriority))
@@ -204,7 +212,7 @@ func (j *Job) Validate() error {
 		errs = append(errs, fmt.Errorf("%w (got %d)", ErrInvalidRetryMax, j.RetryMax))
 	}
 	if !ValidID(j.ID) {
-		errs = append(errs, fmt.Errorf("%w (got %q)", ErrInvalidID, j.ID))
+		errs = append(errs, fmt.Errorf("%w (got %s)", ErrInvalidID, errtext.Key(j.ID)))
 	}
 	errs = append(errs,
 		checkField(j.RetryCount >= 0, "retryCount must not be negative (got %d)", j.RetryCount),
@@ -226,7 +234,7 @@ func (j *Job) Validate() error {
 		errs = append(errs, fmt.Errorf("fields: %w", err))
 	}
 	if !utf8.ValidString(j.Name) {
-		errs = append(errs, fmt.Errorf("%w (got %q: not valid UTF-8)", ErrInvalidName, j.Name))
+		errs = append(errs, fmt.Errorf("%w (got %s: not valid UTF-8)", ErrInvalidName, errtext.Key(j.Name)))
 	}
 	return errors.Join(errs...)
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/errtext"
 )
 
 // RepeatForever as Options.Repeat (or SetRepeat) repeats a job until it is cancelled or
@@ -141,7 +143,7 @@ func checkRepeat(n int) error {
 // checkDate refuses a dateEnable the driver cannot encode (zero means "now" and passes).
 func checkDate(t time.Time) error {
 	if !t.IsZero() && (t.Before(minTime) || t.After(maxTime)) {
-		return fmt.Errorf("%w (got %s)", ErrInvalidDateEnable, t.Format(time.RFC3339))
+		return fmt.Errorf("%w (got %s)", ErrInvalidDateEnable, errtext.Time(t))
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/errtext"
 )
 
 // MaxSequenceLen is the longest sequence key SetSequence takes, in bytes, as for groups.
@@ -39,7 +40,7 @@ var ErrInvalidSequence = fmt.Errorf("%w sequence: want a non-empty UTF-8 key of 
 // beside the running one.
 func (j *Job) SetSequence(key string) *Job {
 	if !validKey(key, MaxSequenceLen) {
-		return j.fail(fmt.Errorf("%w (got %q)", ErrInvalidSequence, key))
+		return j.fail(fmt.Errorf("%w (got %s)", ErrInvalidSequence, errtext.Key(key)))
 	}
 	j.setField(docfmt.Sequence, key)
 	return j

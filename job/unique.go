@@ -5,6 +5,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/errtext"
 )
 
 // uniqueSpace is the UUID namespace of job ids made from unique keys: the id of a key is
@@ -27,7 +29,7 @@ var ErrInvalidUniqueKey = fmt.Errorf("%w unique key: want a non-empty UTF-8 stri
 // key gets a new id and so a second job.
 func (j *Job) SetUniqueKey(key string) *Job {
 	if key == "" || !utf8.ValidString(key) {
-		return j.fail(fmt.Errorf("%w (got %q)", ErrInvalidUniqueKey, key))
+		return j.fail(fmt.Errorf("%w (got %s)", ErrInvalidUniqueKey, errtext.Key(key)))
 	}
 	id := UniqueID(key)
 	if j.Name == j.ID {

@@ -200,6 +200,36 @@ func TestDeadlineBadInputWritesNothing(t *testing.T) {
 	assert.Zero(t, f.count(t))
 }
 
+// A deadline the job could never meet is refused at AddJob, saying so, and nothing is
+// written: one at or before the job's dateEnable (set by hand past SetDeadline's check),
+// one its debounce moves the start past; a past one's error shows the time in RFC 3339,
+// without Go's monotonic clock.
+func TestADeadlineTheJobCouldNeverMeetWritesNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := testContext(t)
+	now := time.Now()
+	err := f.q.CreateJob(nil).SetDateEnable(now.Add(time.Hour)).SetDeadline(now.Add(time.Minute)).Err()
+	require.ErrorIs(t, err, job.ErrInvalidDeadline)
+	assert.Contains(t, err.Error(), "could never start")
+
+	byHand := f.q.CreateJob(nil).SetDeadline(now.Add(time.Minute))
+	byHand.DateEnable = now.Add(time.Hour)
+	debounced := f.q.CreateJob(nil).SetUniqueKey("d").SetDebounce(time.Hour).SetDeadline(now.Add(time.Minute))
+	require.NoError(t, debounced.Err())
+	past := f.q.CreateJob(nil)
+	past.Fields = map[string]any{"rjqDeadline": now.Add(-time.Minute)}
+	for _, j := range []*job.Job{byHand, debounced, past} {
+		_, err = f.q.AddJob(ctx, f.q.CreateJob(nil), j)
+		require.ErrorIs(t, err, job.ErrInvalidDeadline)
+		assert.NotContains(t, err.Error(), "m=")
+		if j != past {
+			assert.Contains(t, err.Error(), "could never start")
+		}
+	}
+	assert.Zero(t, f.count(t))
+}
+
 // A Master that has looked for the index of start deadlines and not found it looks again
 // a minute later, unless its changefeed shows it a job with a deadline: then at its next
 // tick, so that the table's first such job, added by another process, is cancelled on

@@ -137,6 +137,10 @@ func ExampleQueue_Groups() {
 		log.Fatal(err)
 	}
 	for _, g := range groups {
+		if g.Group == "" { // the default limit, set for the group ""
+			fmt.Printf("default limit %d\n", g.Limit)
+			continue
+		}
 		fmt.Printf("%s: %d waiting, %d running, limit %d\n", g.Group, g.Waiting, g.Active, g.Limit)
 	}
 	if partial {

@@ -204,7 +204,22 @@ func TestGroupRateAndLimitAreSetApart(t *testing.T) {
 	groups, _, err := f.q.Groups(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []queue.GroupStat{
+		{Group: "", Rate: queue.GroupRate{Starts: 100, Per: time.Hour}},
 		{Group: "g", Limit: 2, Rate: queue.GroupRate{Starts: 5, Per: time.Minute}},
 		{Group: "h", Rate: queue.GroupRate{Starts: 100, Per: time.Hour}, Waiting: 1},
 	}, groups)
+
+	// A rate of 0 gives the group back to the default, and keeps its running limit; a
+	// limit of 0 then leaves nothing of the group's own.
+	require.NoError(t, f.q.SetGroupRate(ctx, "g", 0, 0))
+	rates, err = f.q.GroupRates(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]queue.GroupRate{"": {Starts: 100, Per: time.Hour}}, rates)
+	limits, err = f.q.GroupLimits(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{"g": 2}, limits)
+	require.NoError(t, f.q.SetGroupLimit(ctx, "g", 0))
+	limits, err = f.q.GroupLimits(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, limits)
 }

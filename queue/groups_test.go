@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -155,6 +156,13 @@ func TestGroupBadInputWritesNothing(t *testing.T) {
 	assert.ErrorIs(t, f.q.SetGroupLimit(ctx, long, 1), queue.ErrInvalidLimit)
 	assert.ErrorIs(t, f.q.SetLimit(ctx, "mail", queue.Limit{Running: -1}), queue.ErrInvalidLimit)
 	assert.ErrorIs(t, f.q.SetLimit(ctx, "rjq:group:x", queue.Limit{Running: 1}), queue.ErrInvalidLimit)
+	huge := strings.Repeat("g", 1000)
+	for _, err := range []error{f.q.SetGroupLimit(ctx, huge, 1), f.q.CreateJob(nil).SetGroup(huge).Err(),
+		f.q.CreateJob(nil).SetSequence(huge).Err(), f.q.SetLimit(ctx, huge, queue.Limit{Running: -1})} {
+		require.Error(t, err)
+		assert.Equal(t, 1, strings.Count(err.Error(), `"g`), "the key once, shortened: %s", err)
+		assert.Contains(t, err.Error(), "(1000 bytes)")
+	}
 	groups, err := f.q.GroupLimits(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, groups)
@@ -259,11 +267,53 @@ func TestGroupsCountWaitingAndActiveJobs(t *testing.T) {
 	require.Eventually(t, func() bool {
 		groups, partial, err := f.q.Groups(ctx)
 		return err == nil && !partial && assert.ObjectsAreEqual([]queue.GroupStat{
+			{Group: "", Limit: 3},
 			{Group: "acme", Limit: 1, Waiting: 2, Active: 1},
 			{Group: "idle", Limit: 5},
 			{Group: "zeta", Limit: 3, Active: 1},
 		}, groups)
 	}, 10*time.Second, 50*time.Millisecond)
+}
+
+// A group limit of 0 takes the group's own limit away: the group goes by the default
+// again (here 1), as a group never given one; the default of 0 is no default. Groups
+// shows the default as the row "".
+func TestAGroupLimitOfZeroFallsBackToTheDefault(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &queue.Options{Concurrency: 4})
+	ctx := testContext(t)
+	require.NoError(t, f.q.SetGroupLimit(ctx, "", 1))
+	require.NoError(t, f.q.SetGroupLimit(ctx, "acme", 3))
+	require.NoError(t, f.q.SetGroupLimit(ctx, "acme", 0))
+	limits, err := f.q.GroupLimits(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{"": 1}, limits, "acme has no limit of its own")
+
+	var jobs []*job.Job
+	for range 3 {
+		jobs = append(jobs, f.q.CreateJob(nil).SetGroup("acme"))
+	}
+	_, err = f.q.AddJob(ctx, jobs...)
+	require.NoError(t, err)
+	release := make(chan struct{})
+	require.NoError(t, f.q.Process(func(ctx context.Context, j *job.Job) (any, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil, nil
+	}))
+	defer close(release)
+	want := []queue.GroupStat{{Group: "", Limit: 1}, {Group: "acme", Limit: 1, Waiting: 2, Active: 1}}
+	require.Eventually(t, func() bool {
+		groups, _, err := f.q.Groups(ctx)
+		return err == nil && assert.ObjectsAreEqual(want, groups)
+	}, 10*time.Second, 50*time.Millisecond, "one of acme's jobs runs, by the default")
+
+	require.NoError(t, f.q.SetGroupLimit(ctx, "", 0))
+	limits, err = f.q.GroupLimits(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, limits, "no default")
 }
 
 // Groups take turns: a group that adds behind another's backlog starts beside its head,

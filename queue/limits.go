@@ -79,11 +79,15 @@ type limit struct {
 
 // SetGroupLimit sets the running limit of group (see job.SetGroup): at most running jobs
 // of the group are active at once across every worker of the table. Group "" sets the
-// default of every group without a limit of its own; running 0 sets no limit (for the
-// default: groups without their own are not limited). Each run holds a slot of its
-// group from its claim until its outcome is written, or until its lease ends when its
-// worker died: never less, so the limit is never exceeded, and never for ever.
-// Processing queues of other processes apply a new limit within five seconds.
+// default: the limit of every group without one of its own (jobs without a group are
+// not limited by it). Running 0 removes the group's own limit: the group goes by the
+// default again, as a group never given one; for "", it removes the default, and groups
+// without their own are then not limited. (To exempt one group from the default, give
+// it a limit it cannot reach, such as math.MaxInt32: its runs still take slots.) Each
+// run holds a slot of its group from its claim until its outcome is written, or until
+// its lease ends when its worker died: never less, so the limit is never exceeded, and
+// never for ever. Processing queues of other processes apply a new limit within five
+// seconds.
 //
 // A job of a group whose slots are all taken waits, and the jobs behind it go first. A
 // Node.js worker knows nothing of groups and runs their jobs outside the limit.
@@ -101,9 +105,10 @@ type GroupRate struct {
 // SetGroupRate sets the rate limit of group (see job.SetGroup), beside its running limit
 // (SetGroupLimit): at most starts of its jobs start in any span of per, across every
 // worker of the table, as BullMQ Pro's group rate limit does. Group "" sets the default
-// of every group without a rate of its own, each group counting its own starts; starts
-// and per 0 set no rate (for a group: none of its own nor the default's). Processing
-// queues of other processes apply a new rate within five seconds.
+// of every group without a rate of its own, each group counting its own starts. Starts
+// and per 0 remove the group's own rate, so that it goes by the default again (for "":
+// remove the default). Processing queues of other processes apply a new rate within five
+// seconds.
 //
 // The count is exact: a worker records each start in "<queue>_slots" in the same atomic
 // write that takes the group's running slot, before it claims the job, and a start
@@ -117,7 +122,7 @@ func (q *Queue) SetGroupRate(ctx context.Context, group string, starts int, per 
 }
 
 // GroupRates returns the rate limits of groups set by SetGroupRate, by group ("" for the
-// default).
+// default): a group not in it goes by the default, and without a default it has no rate.
 func (q *Queue) GroupRates(ctx context.Context) (map[string]GroupRate, error) {
 	rates, err := q.e.GroupRates(ctx)
 	if err != nil {
@@ -131,7 +136,8 @@ func (q *Queue) GroupRates(ctx context.Context) (map[string]GroupRate, error) {
 }
 
 // GroupLimits returns the running limits of groups set by SetGroupLimit, by group (""
-// for the default).
+// for the default), each positive: a group not in it goes by the default, and without a
+// default it is not limited.
 func (q *Queue) GroupLimits(ctx context.Context) (map[string]int, error) {
 	groups, err := q.e.GroupLimits(ctx)
 	return groups, publicErr(err)
@@ -141,9 +147,10 @@ func (q *Queue) GroupLimits(ctx context.Context) (map[string]int, error) {
 type GroupStat struct {
 	Group string
 	// Limit is the group's running limit: its own (SetGroupLimit), else the default's;
-	// 0: none.
+	// 0: none. On the row of the default (Group ""), the default.
 	Limit int
-	// Rate is the group's rate limit: its own (SetGroupRate), else the default's.
+	// Rate is the group's rate limit: its own (SetGroupRate), else the default's. On the
+	// row of the default (Group ""), the default.
 	Rate GroupRate
 	// Waiting counts its jobs to be claimed (waiting, or failed and to be retried); Active
 	// those running.
@@ -151,10 +158,13 @@ type GroupStat struct {
 }
 
 // Groups returns, sorted by group, each group that has unfinished jobs or a limit of its
-// own, with its running limit and how many of its jobs wait and run. It reads the group
-// and status of the waiting, failed and active jobs, at most 20,000 of them (on RethinkDB 2.4.4, about 300 ms for 20,000): partial is
-// true when there were more, and the counts are then of those read. It reads no finished
-// job. The default limit (the group "") is not a row of its own: GroupLimits has it.
+// own, with its running limit and how many of its jobs wait and run; and, first, when a
+// default limit is set (SetGroupLimit with group ""), the default as the row of group "",
+// whose Waiting and Active are 0 (jobs without a group are not limited by it), as rjq
+// limits and the dashboard show it. It reads the group and status of the waiting, failed
+// and active jobs, at most 20,000 of them (on RethinkDB 2.4.4, about 300 ms for 20,000):
+// partial is true when there were more, and the counts are then of those read. It reads
+// no finished job.
 func (q *Queue) Groups(ctx context.Context) (groups []GroupStat, partial bool, err error) {
 	limits, err := q.GroupLimits(ctx)
 	if err != nil {
@@ -171,18 +181,18 @@ func (q *Queue) Groups(ctx context.Context) (groups []GroupStat, partial bool, e
 	return groupStats(limits, rates, counts), partial, nil
 }
 
-// groupStats joins the limits and rates by group ("" the default) and the counts of jobs
-// by group.
+// groupStats joins the limits and rates by group ("" the default, a row of its own) and
+// the counts of jobs by group.
 func groupStats(limits map[string]int, rates map[string]GroupRate, counts map[string]rdb.GroupCount) []GroupStat {
 	byGroup := make(map[string]GroupStat, len(limits)+len(counts))
 	for g, c := range counts {
-		byGroup[g] = GroupStat{Group: g, Waiting: c.Waiting, Active: c.Active}
+		if g != "" { // a group "" written by hand is no group, as for the workers
+			byGroup[g] = GroupStat{Group: g, Waiting: c.Waiting, Active: c.Active}
+		}
 	}
 	for _, own := range []map[string]bool{keysOf(limits), keysOf(rates)} {
 		for g := range own {
-			if g != "" {
-				byGroup[g] = GroupStat{Group: g, Waiting: byGroup[g].Waiting, Active: byGroup[g].Active}
-			}
+			byGroup[g] = GroupStat{Group: g, Waiting: byGroup[g].Waiting, Active: byGroup[g].Active}
 		}
 	}
 	out := make([]GroupStat, 0, len(byGroup))

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/errtext"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -89,7 +90,7 @@ func (m *Mux) Handler() Handler {
 		mw := m.middleware
 		m.mu.RUnlock()
 		if !ok {
-			return nil, fmt.Errorf("%w %q (this worker handles %v)", ErrNoHandler, j.Name, m.Names())
+			return nil, fmt.Errorf("%w %s (this worker handles %v)", ErrNoHandler, errtext.Key(j.Name), m.Names())
 		}
 		return chain(h, mw)(ctx, j)
 	}

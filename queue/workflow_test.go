@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -133,16 +134,17 @@ func TestParentsAlreadyInTheTable(t *testing.T) {
 	assert.Equal(t, map[string]string{done.ID: "result of done"}, l.results["after done"])
 }
 
-// A terminated parent cancels its blocked subtree, three levels down, each with a reason
-// naming its parent; a parent that fails once and then completes releases its children
-// once.
+// A terminated parent cancels its blocked subtree, three levels down: its children with
+// a reason naming it, their descendants with one naming it as their ancestor, with its
+// name; the reason is each job's last log entry. A parent that fails once and then
+// completes releases its children once.
 func TestFailureFlowsDown(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, &queue.Options{Concurrency: 4})
 	ctx := testContext(t)
 	l := newFlowLog()
 	l.fail = map[string]int{"root": -1, "flaky": 1}
-	root := f.q.CreateJob("root").SetRetryMax(0)
+	root := f.q.CreateJob("root").SetRetryMax(0).SetName("import")
 	b := f.q.CreateJob("b").SetDependsOn(root.ID)
 	c := f.q.CreateJob("c").SetDependsOn(b.ID)
 	d := f.q.CreateJob("d").SetDependsOn(c.ID)
@@ -175,8 +177,8 @@ func TestFailureFlowsDown(t *testing.T) {
 	}
 	assert.Equal(t, map[string]string{
 		b.ID: fmt.Sprintf("parent %s was terminated", root.ID),
-		c.ID: fmt.Sprintf("parent %s was cancelled", b.ID),
-		d.ID: fmt.Sprintf("parent %s was cancelled", c.ID),
+		c.ID: fmt.Sprintf(`ancestor %s ("import") was terminated`, root.ID),
+		d.ID: fmt.Sprintf(`ancestor %s ("import") was terminated`, root.ID),
 	}, reasons)
 	for _, j := range []*job.Job{b, c, d} {
 		got := f.get(t, j.ID)
@@ -195,29 +197,37 @@ func (l *flowLog) count(name string) int {
 	return l.runs[name]
 }
 
-// CancelJob on a parent cancels its blocked descendants before it returns; RemoveJob too.
+// CancelJob on a parent cancels its blocked descendants before it returns, each with a
+// reason naming it (its children as their parent, the others as their ancestor);
+// RemoveJob too.
 func TestCancelOrRemoveAParentCancelsItsDescendants(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil)
 	ctx := testContext(t)
 	for _, remove := range []bool{false, true} {
-		parent := f.q.CreateJob("p").SetDateEnable(time.Now().Add(time.Hour))
+		parent := f.q.CreateJob("p").SetDateEnable(time.Now().Add(time.Hour)).SetName("nightly")
 		child := f.q.CreateJob("c").SetDependsOn(parent.ID)
 		grandchild := f.q.CreateJob("g").SetDependsOn(child.ID, parent.ID)
-		_, err := f.q.AddJob(ctx, parent, child, grandchild)
+		great := f.q.CreateJob("gg").SetDependsOn(grandchild.ID)
+		_, err := f.q.AddJob(ctx, parent, child, grandchild, great)
 		require.NoError(t, err)
-		want := fmt.Sprintf("parent %s was cancelled", parent.ID)
+		ended := "was cancelled"
 		if remove {
 			_, err = f.q.RemoveJob(ctx, parent.ID)
-			want = fmt.Sprintf("parent %s was removed before it completed", parent.ID)
+			ended = "was removed before it completed"
 		} else {
 			_, err = f.q.CancelJob(ctx, "not needed", parent.ID)
 		}
 		require.NoError(t, err)
-		for _, j := range []*job.Job{child, grandchild} {
+		want := map[*job.Job]string{
+			child:      fmt.Sprintf("parent %s %s", parent.ID, ended),
+			grandchild: fmt.Sprintf("parent %s %s", parent.ID, ended),
+			great:      fmt.Sprintf(`ancestor %s ("nightly") %s`, parent.ID, ended),
+		}
+		for j, reason := range want {
 			got := f.get(t, j.ID)
 			assert.Equal(t, job.Cancelled, got.Status, "remove %v", remove)
-			assert.Equal(t, want, got.Log[len(got.Log)-1].Message)
+			assert.Equal(t, reason, got.Log[len(got.Log)-1].Message)
 		}
 	}
 }
@@ -268,9 +278,10 @@ func TestWorkflowBadInputWritesNothing(t *testing.T) {
 	b.SetDependsOn(a.ID)
 	self := f.q.CreateJob(3)
 	self.SetDependsOn(self.ID)
+	missing := uuid.NewString()
 	many := make([]string, job.MaxDependsOn+1)
 	for i := range many {
-		many[i] = fmt.Sprintf("id-%d", i)
+		many[i] = uuid.NewString()
 	}
 	cases := []struct {
 		name string
@@ -279,7 +290,8 @@ func TestWorkflowBadInputWritesNothing(t *testing.T) {
 	}{
 		{"a cycle", []*job.Job{a, b}, "cycle"},
 		{"itself", []*job.Job{self}, "itself"},
-		{"a missing parent", []*job.Job{f.q.CreateJob(4).SetDependsOn("no-such-job")}, "no-such-job"},
+		{"a missing parent", []*job.Job{f.q.CreateJob(4).SetDependsOn(missing)}, "not in this call nor in queue"},
+		{"not a job id", []*job.Job{f.q.CreateJob(4).SetDependsOn("not-a-uuid")}, `"not-a-uuid" is not a job id`},
 		{"a parent that will never complete", []*job.Job{f.q.CreateJob(5).SetDependsOn(failed.ID)}, failed.ID + " (cancelled)"},
 		{"an empty id", []*job.Job{f.q.CreateJob(6).SetDependsOn("")}, "empty"},
 		{"no id", []*job.Job{f.q.CreateJob(7).SetDependsOn()}, "at least one"},
@@ -291,6 +303,10 @@ func TestWorkflowBadInputWritesNothing(t *testing.T) {
 			require.ErrorIs(t, err, job.ErrInvalidDependsOn)
 			require.ErrorIs(t, err, job.ErrInvalid)
 			assert.Contains(t, err.Error(), c.says)
+			if c.name == "not a job id" {
+				assert.ErrorIs(t, err, job.ErrInvalidID)
+				assert.ErrorIs(t, c.jobs[0].Err(), job.ErrInvalidID, "refused by SetDependsOn")
+			}
 			for _, j := range c.jobs {
 				assert.Nil(t, f.rawDoc(t, j.ID))
 			}

@@ -12,6 +12,13 @@
 // keep the rest alike, so a handler that passes here meets no surprise in production but
 // the database's (other workers, cancels from elsewhere, lost connections).
 //
+// A workflow's child (a job with parents, job.SetDependsOn) runs as released once its
+// parents completed: WithParentResult gives each parent's result, stored as a queue
+// stores it, for the handler's job.Job.ParentResult to decode; a parent given none
+// completed with none. Run refuses the parents AddJob refuses (ids that are not job ids,
+// the job itself, an id given twice in the field), with AddJob's errors, and a result
+// given for a job that is not a parent.
+//
 // RequireAdded, RequireStatus and RequireCompleted serve tests that run a real queue:
 // they add jobs and wait for outcomes, and a failure says where the job got to and what
 // its last log entries say, rather than only that a wait timed out.

@@ -96,6 +96,51 @@ func ExampleRun_timeout() {
 	// terminated true Job timed out (run time > 20 ms)
 }
 
+// Invoice is what the billing step of a workflow returns, and its child reads.
+type Invoice struct {
+	Number int     `json:"number"`
+	Total  float64 `json:"total"`
+}
+
+// A workflow's child, unit-tested: Run runs it as released after its parent completed
+// with the result given, which ParentResult decodes as in a queue.
+func ExampleWithParentResult() {
+	billID := "5127d082-fe7e-4e88-b1de-7093029695c3" // the parent's id, as AddJob gave it
+	receipt := func(ctx context.Context, j *job.Job) (any, error) {
+		var inv Invoice
+		if err := j.ParentResult(billID, &inv); err != nil {
+			return nil, err
+		}
+		return fmt.Sprintf("receipt for invoice %d: %.2f", inv.Number, inv.Total), nil
+	}
+	child := job.New(nil, job.Options{Name: "receipt"}).SetDependsOn(billID)
+	res, err := rjqtest.Run(context.Background(), receipt, child,
+		rjqtest.WithParentResult(billID, Invoice{Number: 42, Total: 99.5}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var out string
+	if err := res.Job.Result(&out); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res.Outcome, out)
+	for _, e := range res.Job.Log {
+		fmt.Println(e.Message)
+	}
+
+	_, err = rjqtest.Run(context.Background(), receipt, child, rjqtest.WithParentResult("8a6e0804-2bd0-4672-b79d-d97027f9071b", nil))
+	fmt.Println(errors.Is(err, job.ErrNotParent))
+	// Output:
+	// completed receipt for invoice 42: 99.50
+	// Job added to the queue
+	// Job released: every parent completed
+	// Job retrieved and active
+	// completed
+	// true
+}
+
 // signupHandler is a web handler that adds a job: it takes a queue.Adder, which a
 // *queue.Queue is in production and an rjqtest.Adder in its unit test.
 func signupHandler(q queue.Adder) http.HandlerFunc {

@@ -74,7 +74,10 @@ type Result struct {
 // Option changes how Run runs a handler.
 type Option func(*options)
 
-type options struct{ queue *queue.Options }
+type options struct {
+	queue   *queue.Options
+	parents map[string]any // WithParentResult's, by parent
+}
 
 // WithQueueOptions runs the handler as a queue made with o would: o.Middleware wraps
 // it, the first outermost; o.RetryBackoff delays retries; o.LimitJobLogs caps the log;
@@ -84,12 +87,14 @@ func WithQueueOptions(o *queue.Options) Option {
 	return func(opts *options) { opts.queue = o }
 }
 
-// settings are the queue options that bear on a run, with their defaults applied.
+// settings are the queue options that bear on a run, with their defaults applied, and
+// the parents' results given.
 type settings struct {
 	middleware     []queue.Middleware
 	retryBackoff   func(*job.Job, int) time.Duration
 	limitJobLogs   int
 	heartbeatLease time.Duration
+	parents        map[string]any
 }
 
 func newSettings(opts []Option) (settings, error) {
@@ -103,7 +108,8 @@ func newSettings(opts []Option) (settings, error) {
 	if q == nil {
 		q = &queue.Options{}
 	}
-	s := settings{middleware: slices.Clone(q.Middleware), retryBackoff: q.RetryBackoff, limitJobLogs: q.LimitJobLogs}
+	s := settings{middleware: slices.Clone(q.Middleware), retryBackoff: q.RetryBackoff, limitJobLogs: q.LimitJobLogs,
+		parents: o.parents}
 	if s.limitJobLogs == 0 {
 		s.limitJobLogs = queue.DefaultLimitJobLogs
 	}
@@ -131,11 +137,16 @@ func newSettings(opts []Option) (settings, error) {
 // from ctx and is cancelled with the cause job.ErrTimeout when the job's timeout passes
 // (restarted by each progress report), as in a queue.
 //
+// A job with parents (job.SetDependsOn) and status created runs as a queue runs it once
+// its parents completed: added blocked, released (the log says so) and claimed, carrying
+// each parent's result, given by WithParentResult (none for a parent not given one).
+//
 // Run returns when the handler returns or the timeout passes, whichever comes first: a
 // handler that ignores its context may run on, as it would in a queue, but what it saves
 // from then on is not recorded. The error is for what a queue would refuse (a nil
-// handler, a job AddJob would reject, a job that is active or finished, an invalid
-// option); the handler's own error is the Result's Err.
+// handler, a job AddJob would reject, with AddJob's error, a job that is active or
+// finished, an invalid option, a result given for a job that is not a parent); the
+// handler's own error is the Result's Err.
 func Run(ctx context.Context, h queue.Handler, j *job.Job, opts ...Option) (*Result, error) {
 	set, err := newSettings(opts)
 	if err != nil {
@@ -144,7 +155,7 @@ func Run(ctx context.Context, h queue.Handler, j *job.Job, opts ...Option) (*Res
 	if h == nil {
 		return nil, fmt.Errorf("rjqtest: %w", queue.ErrNilHandler)
 	}
-	if err := j.Validate(); err != nil {
+	if err := checkJob(j, set); err != nil {
 		return nil, fmt.Errorf("rjqtest: %w", err)
 	}
 	switch j.Status {
@@ -160,6 +171,20 @@ func Run(ctx context.Context, h queue.Handler, j *job.Job, opts ...Option) (*Res
 		return nil, err
 	}
 	return rn.run(ctx, h)
+}
+
+// checkJob refuses what a queue would: a job AddJob refuses (for a job with status
+// created, which Run adds first), one that is not valid, and results given for jobs that
+// are not its parents.
+func checkJob(j *job.Job, set settings) error {
+	if j == nil || j.Status != job.Created {
+		if err := j.Validate(); err != nil {
+			return err
+		}
+	} else if err := queue.CheckJobs(j); err != nil {
+		return err
+	}
+	return checkParentResults(j, set.parents)
 }
 
 // run is one run of a handler on a claimed job.
@@ -190,10 +215,19 @@ func claim(set settings, j *job.Job) (*run, error) {
 	}
 	limit := set.limitJobLogs
 	in.QueueID = QueueID
-	if in.Status == job.Created {
+	added := in.Status == job.Created
+	if added {
 		in.Status = job.Waiting
 		e := rdb.NewLog(in, QueueID, nil, job.MessageAdded, job.Information, job.Waiting)
 		in.Log = rdb.AppendLog(in.Log, e, limit, rdb.TruncatedLog(in, QueueID, limit, job.Waiting))
+		if len(in.DependsOn()) > 0 {
+			// Added blocked, then released by its parents' completions.
+			e := rdb.NewLog(in, QueueID, nil, job.MessageReleased, job.Information, job.Waiting).WithoutData()
+			in.Log = rdb.AppendLog(in.Log, e, limit, rdb.TruncatedLog(in, QueueID, limit, job.Waiting))
+		}
+	}
+	if err := setParentResults(in, set.parents, added); err != nil {
+		return nil, fmt.Errorf("rjqtest: job %s: %w", j.ID, err)
 	}
 	at := now()
 	e := rdb.NewLog(in, QueueID, nil, job.MessageActive, job.Information, job.Active).WithoutData()

@@ -206,11 +206,6 @@ func (d *dashboard) side(w http.ResponseWriter, req *http.Request) {
 		httpError(w, err)
 		return
 	}
-	groups, err := d.q.GroupLimits(ctx)
-	if err != nil {
-		httpError(w, err)
-		return
-	}
 	stats, partial, err := d.q.Groups(ctx)
 	if err != nil {
 		httpError(w, err)
@@ -228,7 +223,7 @@ func (d *dashboard) side(w http.ResponseWriter, req *http.Request) {
 	if schedules == nil {
 		schedules = []queue.Schedule{}
 	}
-	writeJSON(w, map[string]any{"workers": workers, "schedules": schedules, "limits": rows, "groups": listing.GroupRows(groups, stats), "groupsPartial": partial,
+	writeJSON(w, map[string]any{"workers": workers, "schedules": schedules, "limits": rows, "groups": listing.GroupRows(stats), "groupsPartial": partial,
 		"sequences": listing.SequenceRows(sequences), "sequencesPartial": sequencesPartial})
 }
 

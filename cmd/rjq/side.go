@@ -85,15 +85,11 @@ func cmdLimits(ctx context.Context, c config, args []string, out io.Writer) erro
 	if err != nil {
 		return err
 	}
-	gs, err := q.GroupLimits(ctx)
-	if err != nil {
-		return err
-	}
 	stats, partial, err := q.Groups(ctx)
 	if err != nil {
 		return err
 	}
-	rows, groups := listing.LimitRows(ls), listing.GroupRows(gs, stats)
+	rows, groups := listing.LimitRows(ls), listing.GroupRows(stats)
 	if c.json {
 		// The job names' rows, as always, then the groups' ({"group", "running", "waiting",
 		// "active"}).

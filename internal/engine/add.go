@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/errtext"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/processor"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
@@ -261,13 +262,29 @@ func CheckNewJobs(jobs []*job.Job) error {
 		if err := j.Validate(); err != nil {
 			return fmt.Errorf("job %d (%s): %w", i, j.ID, err)
 		}
-		if rdb.Passed(j, time.Now()) {
-			return fmt.Errorf("job %d (%s): %w: %v has passed", i, j.ID, job.ErrInvalidDeadline, j.Deadline())
+		if err := checkStart(j, time.Now()); err != nil {
+			return fmt.Errorf("job %d (%s): %w", i, j.ID, err)
 		}
 		if seen[j.ID] {
 			return fmt.Errorf("job %d: %w: id %s is given twice", i, job.ErrInvalidID, j.ID)
 		}
 		seen[j.ID] = true
+	}
+	return nil
+}
+
+// checkStart reports a job that could not start before its deadline if added at now:
+// the deadline has passed, or the job's debounce moves its start past it.
+func checkStart(j *job.Job, now time.Time) error {
+	d := j.Deadline()
+	switch {
+	case d.IsZero():
+		return nil
+	case rdb.Passed(j, now):
+		return fmt.Errorf("%w: %s has passed", job.ErrInvalidDeadline, errtext.Time(d))
+	case !d.After(rdb.DebouncedStart(j, now)):
+		return fmt.Errorf("%w: its debounce of %v moves its start to %s, not before its deadline %s: it could never start",
+			job.ErrInvalidDeadline, j.Debounce(), errtext.Time(rdb.DebouncedStart(j, now)), errtext.Time(d))
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -41,35 +42,35 @@ func (q *Queue) cancel(ctx context.Context, reason string, ids []string) ([]stri
 	return ids, q.descendantsOf(ctx, kin, job.Cancelled)
 }
 
-// kinOf reads the children that the jobs ids list, on a table with workflows (nil on
-// another), for descendantsOf, before a write that may remove the jobs. A read that fails
-// leaves the children to those read then and to a Queue Master.
-func (q *Queue) kinOf(ctx context.Context, ids []string) map[string][]string {
+// kinOf reads the names of the jobs ids and the children they list, on a table with
+// workflows (nil on another), for descendantsOf, before a write that may remove the
+// jobs. A read that fails leaves the children to those read then and to a Queue Master.
+func (q *Queue) kinOf(ctx context.Context, ids []string) map[string]rdb.Listed {
 	if !q.knowsWorkflows(ctx) {
 		return nil
 	}
 	kin, err := q.db.ListedChildren(ctx, ids)
 	if err != nil {
 		q.log.Warn("reading the children of jobs failed; a Queue Master settles them", "err", err)
-		kin = make(map[string][]string, len(ids))
+		kin = make(map[string]rdb.Listed, len(ids))
 	}
 	for _, id := range ids {
 		if _, ok := kin[id]; !ok {
-			kin[id] = nil
+			kin[id] = rdb.Listed{}
 		}
 	}
 	return kin
 }
 
-// descendantsOf cancels the blocked descendants of the jobs of kin (id → the children it
-// listed, see kinOf), which were cancelled (status) or removed ("").
-func (q *Queue) descendantsOf(ctx context.Context, kin map[string][]string, status job.Status) error {
+// descendantsOf cancels the blocked descendants of the jobs of kin (id → its name and
+// the children it listed, see kinOf), which were cancelled (status) or removed ("").
+func (q *Queue) descendantsOf(ctx context.Context, kin map[string]rdb.Listed, status job.Status) error {
 	if len(kin) == 0 {
 		return nil
 	}
 	failed := make(map[string]failedParent, len(kin))
-	for id, kids := range kin {
-		failed[id] = failedParent{reason: failedReason(id, status), children: kids}
+	for id, l := range kin {
+		failed[id] = failedParent{origin: origin{id: id, name: l.Name, status: status}, children: l.Children}
 	}
 	if err := q.parentsFinished(ctx, nil, failed); err != nil {
 		return fmt.Errorf("queue %s: cancel the jobs waiting for them: %w", q.cfg.Name, err)

@@ -40,11 +40,22 @@ func TestSlotsMayBeFree(t *testing.T) {
 }
 
 func TestFindCycle(t *testing.T) {
-	mk := func(id string, parents ...string) *job.Job {
+	// Jobs named by letters, their ids made from them (SetDependsOn takes job ids only).
+	name := map[string]string{}
+	id := func(n string) string {
+		u := job.UniqueID(n)
+		name[u] = n
+		return u
+	}
+	mk := func(n string, parents ...string) *job.Job {
 		j := job.New(nil, job.Options{})
-		j.ID = id
+		j.ID = id(n)
 		if len(parents) > 0 {
-			j.SetDependsOn(parents...)
+			ids := make([]string, len(parents))
+			for i, p := range parents {
+				ids[i] = id(p)
+			}
+			j.SetDependsOn(ids...)
 		}
 		return j
 	}
@@ -65,7 +76,11 @@ func TestFindCycle(t *testing.T) {
 			for _, j := range c.jobs {
 				in[j.ID] = j
 			}
-			if got := findCycle(c.jobs, in); !slices.Equal(got, c.want) {
+			var got []string
+			for _, u := range findCycle(c.jobs, in) {
+				got = append(got, name[u])
+			}
+			if !slices.Equal(got, c.want) {
 				t.Errorf("got %v, want %v", got, c.want)
 			}
 		})

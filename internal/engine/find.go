@@ -6,6 +6,7 @@ import (
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/errtext"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -50,7 +51,7 @@ func (q *Queue) FindJobByName(ctx context.Context, name string) ([]*job.Job, err
 	defer end()
 	jobs, err := q.db.JobsNamed(ctx, q.store(), name)
 	if err != nil {
-		return nil, fmt.Errorf("queue %s: find jobs named %q: %w", q.cfg.Name, name, err)
+		return nil, fmt.Errorf("queue %s: find jobs named %s: %w", q.cfg.Name, errtext.Key(name), err)
 	}
 	return jobs, nil
 }
@@ -67,7 +68,7 @@ func (q *Queue) ContainsJobByName(ctx context.Context, name string) (bool, error
 	defer end()
 	found, err := q.db.HasJobNamed(ctx, name)
 	if err != nil {
-		return false, fmt.Errorf("queue %s: look for jobs named %q: %w", q.cfg.Name, name, err)
+		return false, fmt.Errorf("queue %s: look for jobs named %s: %w", q.cfg.Name, errtext.Key(name), err)
 	}
 	return found, nil
 }

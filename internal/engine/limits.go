@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/errtext"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/processor"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/window"
@@ -48,7 +49,7 @@ func (q *Queue) SetLimit(ctx context.Context, name string, l Limit) error {
 		stored.From, stored.To, stored.Location = l.Window.From, l.Window.To, l.Window.Location
 	}
 	if err := q.onSide(ctx, rdb.LimitsSuffix, func() error { return q.db.PutLimit(ctx, stored) }); err != nil {
-		return fmt.Errorf("queue %s: set the limit of %q: %w", q.cfg.Name, name, err)
+		return fmt.Errorf("queue %s: set the limit of %s: %w", q.cfg.Name, errtext.Key(name), err)
 	}
 	if p := q.processor(); p != nil {
 		p.LimitsChanged()
@@ -69,10 +70,10 @@ func (q *Queue) RemoveLimit(ctx context.Context, name string) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("queue %s: remove the limit of %q: %w", q.cfg.Name, name, err)
+		return fmt.Errorf("queue %s: remove the limit of %s: %w", q.cfg.Name, errtext.Key(name), err)
 	}
 	if !found {
-		return fmt.Errorf("queue %s: remove the limit of %q: %w", q.cfg.Name, name, job.ErrNotFound)
+		return fmt.Errorf("queue %s: remove the limit of %s: %w", q.cfg.Name, errtext.Key(name), job.ErrNotFound)
 	}
 	if p := q.processor(); p != nil {
 		p.LimitsChanged()
@@ -199,7 +200,7 @@ type limit struct {
 // parseLimit checks l, the limit of the jobs named name.
 func parseLimit(name string, l Limit) (limit, error) {
 	bad := func(format string, args ...any) (limit, error) {
-		return limit{}, fmt.Errorf("%w of %q: "+format, append([]any{ErrInvalidLimit, name}, args...)...)
+		return limit{}, fmt.Errorf("%w of %s: "+format, append([]any{ErrInvalidLimit, errtext.Key(name)}, args...)...)
 	}
 	switch {
 	case name == "":
@@ -242,7 +243,7 @@ func (q *Queue) SetGroupLimit(ctx context.Context, group string, running int) er
 		}
 	}
 	if err := q.onSide(ctx, rdb.LimitsSuffix, func() error { return q.db.PutGroupLimit(ctx, group, running) }); err != nil {
-		return fmt.Errorf("queue %s: set the limit of group %q: %w", q.cfg.Name, group, err)
+		return fmt.Errorf("queue %s: set the limit of group %s: %w", q.cfg.Name, errtext.Key(group), err)
 	}
 	if p := q.processor(); p != nil {
 		p.LimitsChanged()
@@ -254,11 +255,11 @@ func (q *Queue) SetGroupLimit(ctx context.Context, group string, running int) er
 func checkGroupLimit(group string, running int) error {
 	if group != "" {
 		if err := job.New(nil, job.DefaultOptions()).SetGroup(group).Err(); err != nil {
-			return fmt.Errorf("%w of group %q: %w", ErrInvalidLimit, group, err)
+			return fmt.Errorf("%w: %w", ErrInvalidLimit, err) // err quotes the group
 		}
 	}
 	if running < 0 {
-		return fmt.Errorf("%w of group %q: running must not be negative (0: no limit)", ErrInvalidLimit, group)
+		return fmt.Errorf("%w of group %s: running must not be negative (0: no limit of its own)", ErrInvalidLimit, errtext.Key(group))
 	}
 	return nil
 }

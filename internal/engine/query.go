@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/errtext"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -32,7 +33,7 @@ func parseIDs(ids []string) ([]string, error) {
 	out := make([]string, 0, len(ids))
 	for _, id := range ids {
 		if !job.ValidID(id) {
-			return nil, fmt.Errorf("%w (got %q)", job.ErrInvalidID, id)
+			return nil, fmt.Errorf("%w (got %s)", job.ErrInvalidID, errtext.Key(id))
 		}
 		if !seen[id] {
 			seen[id] = true

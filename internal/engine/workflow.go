@@ -268,26 +268,10 @@ func (q *Queue) settle(ctx context.Context, blocked []rdb.Blocked, known map[str
 		return err
 	}
 	var release []string
-	cancel := make(map[string]string)
+	cancel := make(map[string]origin)
 	for _, b := range blocked {
-		why := ""
-		for _, p := range b.Parents {
-			if _, ok := known[p]; ok {
-				continue
-			}
-			st, ok := parents[p]
-			switch {
-			case !ok:
-				why = failedReason(p, "")
-			case st.Status == job.Cancelled || st.Status == job.Terminated:
-				why = failedReason(p, st.Status)
-			}
-			if why != "" {
-				break
-			}
-		}
-		if why != "" {
-			cancel[b.ID] = why
+		if o, failed := failedParentOf(b, parents, known); failed {
+			cancel[b.ID] = o
 		} else {
 			release = append(release, b.ID)
 		}
@@ -412,50 +396,8 @@ func (q *Queue) released(ids []string, claimed []*job.Job) {
 // flowBatch is how many children one release or cancel writes at most.
 const flowBatch = 1000
 
-// cancelDown cancels the blocked jobs of reasons (id → reason), then, level by level,
-// the blocked jobs that wait for them.
-func (q *Queue) cancelDown(ctx context.Context, reasons map[string]string) error {
-	for len(reasons) > 0 {
-		now := time.Now().UTC().Truncate(time.Millisecond)
-		var cancelled []string
-		for chunk := range slices.Chunk(slices.Sorted(maps.Keys(reasons)), flowBatch) {
-			part := make(map[string]string, len(chunk))
-			for _, id := range chunk {
-				part[id] = reasons[id]
-			}
-			ids, err := q.db.CancelBlocked(ctx, part, now)
-			if err != nil {
-				return err
-			}
-			for _, id := range ids {
-				q.log.Info("a job of a workflow was cancelled: a parent will never complete", "job", id, "reason", part[id])
-				q.emit(Event{Type: EventCancelled, JobID: id, Reason: part[id]})
-			}
-			cancelled = append(cancelled, ids...)
-		}
-		children, err := q.db.BlockedChildren(ctx, cancelled, nil)
-		if err != nil {
-			return err
-		}
-		wasCancelled := make(map[string]bool, len(cancelled))
-		for _, id := range cancelled {
-			wasCancelled[id] = true
-		}
-		reasons = make(map[string]string, len(children))
-		for _, c := range children {
-			for _, p := range c.Parents {
-				if wasCancelled[p] {
-					reasons[c.ID] = fmt.Sprintf("parent %s was cancelled", p)
-					break
-				}
-			}
-		}
-	}
-	return nil
-}
-
 // parentsFinished releases the children of the jobs completed, and cancels the
-// descendants of the jobs failed (with the reason their children get). A child whose
+// descendants of the jobs failed (with reasons naming them). A child whose
 // parents are all among those completed here is released with their entries at once
 // (a read of the children and a write); one with other parents is released only when a
 // few reads find none of them waiting (rdb.Table.Pending), reading them all then.
@@ -473,16 +415,16 @@ func (q *Queue) parentsFinished(ctx context.Context, completed map[string]finish
 		}
 		children, err := q.db.BlockedChildren(ctx, slices.Collect(maps.Keys(failed)), listed)
 		if err == nil {
-			reasons := make(map[string]string, len(children))
+			causes := make(map[string]origin, len(children))
 			for _, c := range children {
 				for _, p := range c.Parents {
 					if f, ok := failed[p]; ok {
-						reasons[c.ID] = f.reason
+						causes[c.ID] = f.origin
 						break
 					}
 				}
 			}
-			err = q.cancelDown(ctx, reasons)
+			err = q.cancelDown(ctx, causes)
 		}
 		errs = append(errs, err)
 	}
@@ -675,15 +617,6 @@ const maxKept = 100000
 // parents; beyond it they are read again.
 const maxSeen = 20000
 
-// failedReason is the reason the children of job id get when it ended with status (or
-// was removed, status "").
-func failedReason(id string, status job.Status) string {
-	if status == "" {
-		return fmt.Sprintf("parent %s was removed before it completed", id)
-	}
-	return fmt.Sprintf("parent %s was %s", id, status)
-}
-
 // settleBlocked is the Master's review of workflows: it settles up to reviewBlocked
 // blocked jobs (see settle), so that no child waits for ever for a release that a worker
 // dying between a parent's outcome and its children's release did not make.
@@ -744,11 +677,11 @@ type finishedParent struct {
 	entry    map[string]any
 }
 
-// failedParent is a job finished but completed (cancelled, terminated or removed) whose
-// blocked descendants are to be cancelled: the reason they get, and the children it
-// listed when it finished, when known.
+// failedParent is a job that finished without completing (cancelled, terminated or
+// removed) whose blocked descendants are to be cancelled: itself, the origin of their
+// cancel, and the children it listed when it finished, when known.
 type failedParent struct {
-	reason   string
+	origin   origin
 	children []string
 }
 
@@ -780,17 +713,17 @@ func (q *Queue) noteCompleted(id string, children []string, entry map[string]any
 	q.startMover()
 }
 
-// noteFailed queues the descendants of job id, which finished with status but completed
-// (cancelled, terminated, or "" for removed), listing children, for cancel.
-func (q *Queue) noteFailed(id string, status job.Status, children []string) {
+// noteFailed queues the descendants of job o, which finished without completing
+// (cancelled, terminated, or removed), listing children, for cancel.
+func (q *Queue) noteFailed(o origin, children []string) {
 	m := &q.flow
 	m.mu.Lock()
-	children = append(slices.Clone(children), m.late[id]...)
-	delete(m.late, id)
+	children = append(slices.Clone(children), m.late[o.id]...)
+	delete(m.late, o.id)
 	if m.failed == nil {
 		m.failed = make(map[string]failedParent)
 	}
-	m.failed[id] = failedParent{reason: failedReason(id, status), children: children}
+	m.failed[o.id] = failedParent{origin: o, children: children}
 	m.mu.Unlock()
 	q.startMover()
 }
@@ -875,10 +808,15 @@ func (q *Queue) runFinished(e processor.Event) {
 			}
 			q.noteCompleted(e.JobID, children, e.Entry.Document())
 		}
-	case processor.EventTerminated:
-		q.noteFailed(e.JobID, job.Terminated, jobChildren(e.Job))
-	case processor.EventCancelled:
-		q.noteFailed(e.JobID, job.Cancelled, jobChildren(e.Job))
+	case processor.EventTerminated, processor.EventCancelled:
+		o := origin{id: e.JobID, status: job.Terminated}
+		if e.Type == processor.EventCancelled {
+			o.status = job.Cancelled
+		}
+		if e.Job != nil {
+			o.name = e.Job.Name
+		}
+		q.noteFailed(o, jobChildren(e.Job))
 	}
 }
 
@@ -894,13 +832,17 @@ func (q *Queue) changeFinished(act changefeed.Action, c changefeed.Change) {
 		if !act.IsRepeating {
 			q.noteCompleted(act.JobID, childrenOf(c.New), nil)
 		}
-	case changefeed.Cancelled:
-		q.noteFailed(act.JobID, job.Cancelled, childrenOf(c.New))
-	case changefeed.Terminated:
-		q.noteFailed(act.JobID, job.Terminated, childrenOf(c.New))
+	case changefeed.Cancelled, changefeed.Terminated:
+		status := job.Cancelled
+		if act.Kind == changefeed.Terminated {
+			status = job.Terminated
+		}
+		name, _ := c.New[docfmt.Name].(string)
+		q.noteFailed(origin{id: act.JobID, name: name, status: status}, childrenOf(c.New))
 	case changefeed.Removed:
 		if s, _ := c.Old[docfmt.Status].(string); !job.Status(s).Finished() {
-			q.noteFailed(act.JobID, "", childrenOf(c.Old))
+			name, _ := c.Old[docfmt.Name].(string)
+			q.noteFailed(origin{id: act.JobID, name: name}, childrenOf(c.Old))
 		}
 	}
 }

@@ -29,13 +29,10 @@ type GroupRow struct {
 	Active  int    `json:"active"`
 }
 
-// GroupRows are the default limit (when one is set) and then the groups of stats
-// (queue.Queue.Groups), sorted by group.
-func GroupRows(limits map[string]int, stats []queue.GroupStat) []GroupRow {
-	rows := make([]GroupRow, 0, len(stats)+1)
-	if n, ok := limits[""]; ok {
-		rows = append(rows, GroupRow{Group: "", Running: n})
-	}
+// GroupRows are the rows of stats (queue.Queue.Groups: the default limit, when one is
+// set, and then the groups), sorted by group.
+func GroupRows(stats []queue.GroupStat) []GroupRow {
+	rows := make([]GroupRow, 0, len(stats))
 	for _, g := range stats {
 		rows = append(rows, GroupRow{Group: g.Group, Running: g.Limit, Waiting: g.Waiting, Active: g.Active})
 	}

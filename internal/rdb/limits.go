@@ -39,14 +39,22 @@ type StoredLimit struct {
 // with it.
 const GroupLimitPrefix = "rjq:group:"
 
-// PutGroupLimit writes the running limit of group ("": the default), keeping its rate.
+// PutGroupLimit writes the running limit of group ("": the default), keeping its rate;
+// running 0 removes it, so that the group goes by the default (and the default is none).
 func (t *Table) PutGroupLimit(ctx context.Context, group string, running int) error {
+	if running == 0 {
+		return t.unsetGroupFields(ctx, group, "running")
+	}
 	return t.putGroupDoc(ctx, group, map[string]any{"running": running})
 }
 
-// PutGroupRate writes the rate limit of group ("": the default): starts in any span of
-// per (milliseconds); 0, 0: none. It keeps the group's running limit.
+// PutGroupRate writes the rate limit of group ("": the default), keeping its running
+// limit: starts in any span of per (milliseconds); starts 0 removes it, so that the group
+// goes by the default (and the default is none).
 func (t *Table) PutGroupRate(ctx context.Context, group string, starts int, per float64) error {
+	if starts == 0 {
+		return t.unsetGroupFields(ctx, group, "starts", "per")
+	}
 	return t.putGroupDoc(ctx, group, map[string]any{"starts": starts, "per": per})
 }
 
@@ -57,6 +65,16 @@ func (t *Table) putGroupDoc(ctx context.Context, group string, fields map[string
 		doc[k] = v
 	}
 	_, err := t.Write(ctx, t.Side(LimitsSuffix).Insert(doc, r.InsertOpts{Conflict: "update"}))
+	return err
+}
+
+// unsetGroupFields removes fields from the limits document of group, and the document
+// when it is left with neither a running limit nor a rate.
+func (t *Table) unsetGroupFields(ctx context.Context, group string, fields ...any) error {
+	_, err := t.Write(ctx, t.Side(LimitsSuffix).Get(GroupLimitPrefix+group).Replace(func(doc r.Term) any {
+		rest := doc.Without(fields...)
+		return r.Branch(doc.Eq(nil), nil, rest.HasFields("running").Or(rest.HasFields("starts")), rest, nil)
+	}))
 	return err
 }
 
@@ -80,7 +98,7 @@ type LimitSet struct {
 	// Names are the limits by job name, by name.
 	Names []StoredLimit
 	// Groups are the running limits of groups ("": the default), and GroupRates their rate
-	// limits.
+	// limits, each positive: a group that is not in one goes by the default's.
 	Groups     map[string]int
 	GroupRates map[string]GroupRate
 	// Bad are the documents that are not limits (written by hand, say), left out so that
@@ -113,10 +131,11 @@ func limitSet(docs []map[string]any) LimitSet {
 				set.Bad = append(set.Bad, fmt.Errorf("group limit document %q: %w", id, err))
 				continue
 			}
-			if running != nil {
+			// A 0, written before a 0 removed the field, is no limit of the group's own.
+			if running != nil && *running > 0 {
 				set.Groups[group] = *running
 			}
-			if rate != nil {
+			if rate != nil && rate.Starts > 0 {
 				set.GroupRates[group] = *rate
 			}
 			continue

@@ -9,6 +9,7 @@ import (
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
 	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/errtext"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -52,7 +53,7 @@ func (t *Table) SequenceTails(ctx context.Context, keys []string) (map[string]Se
 			id, ok := docs[0][docfmt.ID].(string)
 			if !ok {
 				// A document written by hand with an id of another type: no id to name.
-				return nil, fmt.Errorf("queue %s: the last job of sequence %q has an id of type %T", t.Name, k, docs[0][docfmt.ID])
+				return nil, fmt.Errorf("queue %s: the last job of sequence %s has an id of type %T", t.Name, errtext.Key(k), docs[0][docfmt.ID])
 			}
 			tail := SequenceTail{ID: id}
 			if at, ok := docs[0][docfmt.DateEnable].(time.Time); ok && docs[0][docfmt.Status] == string(job.Waiting) {

@@ -28,10 +28,12 @@ import (
 // 10 to 25 ms more per write of such a child).
 
 // Parent is a parent job as a child's release reads it: its status, and the completion
-// log entry of its last completed run (nil when it has none), which the child carries.
+// log entry of its last completed run (nil when it has none), which the child carries;
+// and its name, which the reasons of a cancel name.
 type Parent struct {
 	Status     job.Status     `rethinkdb:"status"`
 	Completion map[string]any `rethinkdb:"completion"`
+	Name       string         `rethinkdb:"name"`
 }
 
 // ReadParents reads the jobs ids as parents; an id missing from the table is left out.
@@ -46,7 +48,8 @@ func (t *Table) ReadParents(ctx context.Context, ids []string) (map[string]Paren
 			return e.Field("message").Default(nil).Eq(job.MessageCompleted)
 		}), []any{})
 		return map[string]any{"id": doc.Field(docfmt.ID), "status": doc.Field(docfmt.Status).Default(""),
-			"completion": r.Branch(done.Count().Gt(0), done.Nth(-1).Pluck(Anys(resultFields)...), nil)}
+			"completion": r.Branch(done.Count().Gt(0), done.Nth(-1).Pluck(Anys(resultFields)...), nil),
+			"name":       r.Branch(doc.Field(docfmt.Name).Default(nil).TypeOf().Eq("STRING"), doc.Field(docfmt.Name), "")}
 	})
 	var rows []struct {
 		ID any `rethinkdb:"id"`
@@ -113,29 +116,6 @@ func (t *Table) BlockedChildren(ctx context.Context, parents, known []string) ([
 	}
 	slices.Sort(ids)
 	return t.ReadBlocked(ctx, slices.Compact(ids))
-}
-
-// ListedChildren returns the children that those of the jobs ids in the table list
-// (docfmt.Children), by job, for a write that may remove the jobs.
-func (t *Table) ListedChildren(ctx context.Context, ids []string) (map[string][]string, error) {
-	out := make(map[string][]string)
-	if len(ids) == 0 {
-		return out, nil
-	}
-	var rows []map[string]any
-	if err := t.ReadAll(ctx, t.Term().GetAll(Anys(ids)...).Pluck(docfmt.ID, docfmt.Children), &rows); err != nil {
-		return nil, fmt.Errorf("queue %s: read the children of jobs: %w", t.Name, err)
-	}
-	for _, row := range rows {
-		id, _ := row[docfmt.ID].(string)
-		list, _ := row[docfmt.Children].([]any)
-		for _, v := range list {
-			if c, ok := v.(string); ok && id != "" {
-				out[id] = append(out[id], c)
-			}
-		}
-	}
-	return out, nil
 }
 
 // AddChildren adds, to each parent of children (parent id → child ids), the ids of its
@@ -484,7 +464,7 @@ func (t *Table) withDone(done map[string]map[string]any, write func(ready func(r
 	entries := make(map[string]any, len(done))
 	var parent string
 	for id, e := range done {
-		entries[id], parent = resultOf(e), id
+		entries[id], parent = KeptResult(e), id
 	}
 	if len(entries) == 1 {
 		// A fan-out: every child released has the one parent, whose result is a constant.
@@ -736,11 +716,11 @@ func (t *Table) claimNow(row, log r.Term, now time.Time, hb time.Duration) map[s
 	}
 }
 
-// resultOf is what a child keeps of its parent's completion log entry e: what
-// job.Job.ParentResult reads, its result and error message (the message, "Job completed",
-// only when the entry has neither), so that a child of a thousand parents does not carry
-// a thousand whole entries.
-func resultOf(e map[string]any) map[string]any {
+// KeptResult is what a child keeps of its parent's completion log entry e (a document)
+// in its field docfmt.ParentResults: what job.Job.ParentResult reads, its result and
+// error message (the message, "Job completed", only when the entry has neither), so that
+// a child of a thousand parents does not carry a thousand whole entries.
+func KeptResult(e map[string]any) map[string]any {
 	out := make(map[string]any, 2)
 	for _, k := range []string{"data", "errorMessage"} {
 		if v, ok := e[k]; ok {
@@ -753,7 +733,7 @@ func resultOf(e map[string]any) map[string]any {
 	return out
 }
 
-// resultFields are the fields of a completion entry that resultOf reads.
+// resultFields are the fields of a completion entry that KeptResult reads.
 var resultFields = []string{"message", "data", "errorMessage"}
 
 // Pending returns, for each of the blocked jobs, a parent in the table that has not
@@ -810,31 +790,6 @@ func (t *Table) Completed(ctx context.Context, ids []string) (map[string]bool, e
 		out[id] = true
 	}
 	return out, nil
-}
-
-// CancelBlocked cancels the blocked jobs of reasons (id → the reason, its log message) at
-// now, and returns those it cancelled: a job no longer blocked is left alone.
-func (t *Table) CancelBlocked(ctx context.Context, reasons map[string]string, now time.Time) ([]string, error) {
-	if len(reasons) == 0 {
-		return nil, nil
-	}
-	ids := make([]string, 0, len(reasons))
-	for id := range reasons {
-		ids = append(ids, id)
-	}
-	term := r.Do(r.Expr(reasons), func(why r.Term) any {
-		return t.Term().GetAll(Anys(ids)...).Update(func(row r.Term) any {
-			entry, trunc := t.rowLog(row, now, "", job.Cancelled, true)
-			entry = entry.Merge(map[string]any{"message": why.Field(row.Field(docfmt.ID))})
-			return r.Branch(row.Field(docfmt.Status).Default(nil).Eq(string(job.Blocked)), map[string]any{
-				docfmt.Status:       string(job.Cancelled),
-				docfmt.DateFinished: now,
-				docfmt.Log:          t.AppendLog(row.Field(docfmt.Log), entry, trunc),
-				docfmt.QueueID:      t.QueueID,
-			}, nil)
-		}, r.UpdateOpts{ReturnChanges: true}).Do(changedIDs)
-	})
-	return t.writeIDs(ctx, term, "cancel blocked jobs")
 }
 
 // changedIDs is a write result reduced, on the server, to the ids of the documents it

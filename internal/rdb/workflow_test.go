@@ -25,6 +25,7 @@ func TestReleaseAndCancelBlockedJobsOnce(t *testing.T) {
 	tbl := &rdb.Table{Session: s, DB: db, Name: "jobs", QueueID: "worker:w", LimitJobLogs: 100}
 	insert := func(status job.Status, parents ...string) string {
 		j := job.New(nil, job.DefaultOptions())
+		j.Name = "n-" + j.ID[:4]
 		if len(parents) > 0 {
 			j.SetDependsOn(parents...)
 		}
@@ -58,8 +59,9 @@ func TestReleaseAndCancelBlockedJobsOnce(t *testing.T) {
 	listed, err := tbl.ListedChildren(ctx, []string{p1, p2, "gone"})
 	require.NoError(t, err)
 	assert.Len(t, listed, 2)
-	assert.ElementsMatch(t, []string{child, notBlocked}, listed[p1])
-	assert.Equal(t, []string{child}, listed[p2])
+	assert.ElementsMatch(t, []string{child, notBlocked}, listed[p1].Children)
+	assert.Equal(t, []string{child}, listed[p2].Children)
+	assert.Equal(t, "n-"+p1[:4], listed[p1].Name)
 
 	// Found through what the parents list (other is listed by none), and through the
 	// children given for a parent no longer in the table; each once, blocked ones only.
@@ -81,6 +83,7 @@ func TestReleaseAndCancelBlockedJobsOnce(t *testing.T) {
 	require.Len(t, parents, 2)
 	assert.Equal(t, job.Completed, parents[p1].Status)
 	assert.Equal(t, "r-"+p1[:4], parents[p1].Completion["data"])
+	assert.Equal(t, "n-"+p1[:4], parents[p1].Name)
 
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	entry := func(id string) map[string]any { return parents[id].Completion }
