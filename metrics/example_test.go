@@ -36,3 +36,25 @@ func Example() {
 	// rjq_runs_total{queue="mail",status="completed"} 1
 	// rjq_runs_total{queue="mail",status="failed"} 1
 }
+
+// With NameLabels and GroupLabels, the run series carry the job's name and group: the
+// first names and groups seen, every later one as "other", a job without a group as "".
+// A queue gives both (queue.GroupMetrics); here they are given by hand.
+func ExampleNewWith() {
+	c := metrics.NewWith(metrics.Options{NameLabels: 10, GroupLabels: 1})
+	c.RunEndedGrouped("mail", "welcome", "acme", job.Completed, 120*time.Millisecond)
+	c.RunEndedGrouped("mail", "welcome", "globex", job.Completed, 80*time.Millisecond)
+	c.RunEndedGrouped("mail", "digest", "", job.Failed, time.Second)
+
+	var b strings.Builder
+	c.WriteTo(context.Background(), &b)
+	for _, line := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(line, "rjq_runs") {
+			fmt.Println(line)
+		}
+	}
+	// Output:
+	// rjq_runs_total{queue="mail",name="digest",group="",status="failed"} 1
+	// rjq_runs_total{queue="mail",name="welcome",group="acme",status="completed"} 1
+	// rjq_runs_total{queue="mail",name="welcome",group="other",status="completed"} 1
+}

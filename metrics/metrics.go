@@ -10,19 +10,28 @@
 //
 // Series: rjq_jobs_claimed_total{queue}, rjq_jobs_deadline_passed_total{queue} (jobs
 // cancelled because their start deadline passed), rjq_runs_total{queue,status},
-// rjq_run_duration_seconds{queue} (a histogram; both with a bounded name label too, from
-// a Collector made by NewWith with Options.NameLabels), and, read at each scrape for the watched
-// queues, the gauges rjq_queue_jobs{queue,status} (from Queue.Summary),
-// rjq_queue_paused{queue} (1 when paused, here or through the State Document) and
-// rjq_queue_oldest_waiting_seconds{queue} (how long the oldest due job has waited to be
-// claimed, for queues watched with a session: see WatchWith).
+// rjq_run_duration_seconds{queue} (a histogram; both with a bounded name label, a bounded
+// group label or both, from a Collector made by NewWith with Options.NameLabels and
+// Options.GroupLabels), and, read at each scrape for the watched queues, the gauges
+// rjq_queue_jobs{queue,status} (from Queue.Summary), rjq_queue_paused{queue} (1 when
+// paused, here or through the State Document) and rjq_queue_oldest_waiting_seconds{queue}
+// (how long the oldest due job has waited to be claimed, for queues watched with a
+// session: see WatchWith).
+//
+// The counters and the histogram count what the Collector is told. Set as a queue's
+// Options.Metrics, that is what the queues of this process do: each worker process serves
+// its own, and their sum over the processes is the table's. Fed from the table's
+// changefeed instead (as package rjqweb does, with Options.AllWorkers), they count every
+// worker's claims and runs, and one scrape is the table's.
 package metrics
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -53,8 +62,9 @@ type Collector struct {
 	runs    map[runKey]uint64
 	hist    map[histKey]*histogram
 	watched []watch
-	// names are the job names that have a name label of their own (see Options).
-	names map[string]bool
+	// names and groups are the job names and groups that have a label of their own (see
+	// Options).
+	names, groups map[string]bool
 }
 
 // Options configure a Collector.
@@ -63,12 +73,24 @@ type Options struct {
 	// and rjq_run_duration_seconds: the first NameLabels names seen get their own, and
 	// every later one counts as "other", so that a queue of many names cannot make a
 	// series each. A job whose name is its id (the default) counts as "". 0: no name
-	// label.
+	// label, and the runs of every name add up in one series.
 	NameLabels int
+	// GroupLabels, when above 0, adds the label group (the job's group, job.SetGroup) to
+	// rjq_runs_total and rjq_run_duration_seconds, bounded as NameLabels bounds names:
+	// the first GroupLabels groups seen get their own, every later one counts as
+	// "other", and a job without a group counts as "". 0: no group label, and the runs of
+	// every group add up in one series. Only a caller that gives the group
+	// (RunEndedGrouped, which a queue calls) is counted by group; the others count as "".
+	GroupLabels int
+	// AllWorkers says that the Collector is fed every worker's claims and runs, from the
+	// table's changefeed (as package rjqweb does), rather than by the queues of this
+	// process. It changes the help texts only, so that they say what the counters count.
+	AllWorkers bool
 }
 
-// otherName is the name label of the names beyond Options.NameLabels.
-const otherName = "other"
+// otherLabel is the name or group label of the values beyond Options.NameLabels or
+// Options.GroupLabels.
+const otherLabel = "other"
 
 // watch is a watched queue and how to read it.
 type watch struct {
@@ -89,9 +111,11 @@ type WatchOptions struct {
 	NoDepth bool
 }
 
-type runKey struct{ queue, status, name string }
+// runKey and histKey are the label values of a series of rjq_runs_total and of
+// rjq_run_duration_seconds; name and group are "" when they are no label.
+type runKey struct{ queue, name, group, status string }
 
-type histKey struct{ queue, name string }
+type histKey struct{ queue, name, group string }
 
 type histogram struct {
 	counts []uint64 // per bucket, not cumulative
@@ -100,6 +124,7 @@ type histogram struct {
 }
 
 var _ queue.NamedMetrics = (*Collector)(nil)
+var _ queue.GroupMetrics = (*Collector)(nil)
 var _ queue.ExpiryMetrics = (*Collector)(nil)
 
 // New returns an empty Collector with no name label.
@@ -107,7 +132,7 @@ func New() *Collector { return NewWith(Options{}) }
 
 // NewWith returns an empty Collector configured by opts.
 func NewWith(opts Options) *Collector {
-	return &Collector{opts: opts, claimed: map[string]uint64{}, expired: map[string]uint64{}, runs: map[runKey]uint64{}, hist: map[histKey]*histogram{}, names: map[string]bool{}}
+	return &Collector{opts: opts, claimed: map[string]uint64{}, expired: map[string]uint64{}, runs: map[runKey]uint64{}, hist: map[histKey]*histogram{}, names: map[string]bool{}, groups: map[string]bool{}}
 }
 
 // JobsClaimed implements queue.Metrics.
@@ -130,16 +155,23 @@ func (c *Collector) RunEnded(q string, status job.Status, runTime time.Duration)
 	c.RunEndedNamed(q, "", status, runTime)
 }
 
-// RunEndedNamed implements queue.NamedMetrics.
+// RunEndedNamed implements queue.NamedMetrics: a run of a job without a group.
 func (c *Collector) RunEndedNamed(q, name string, status job.Status, runTime time.Duration) {
+	c.RunEndedGrouped(q, name, "", status, runTime)
+}
+
+// RunEndedGrouped implements queue.GroupMetrics.
+func (c *Collector) RunEndedGrouped(q, name, group string, status job.Status, runTime time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	name = c.label(name)
-	c.runs[runKey{q, string(status), name}]++
-	h := c.hist[histKey{q, name}]
+	name = bounded(name, c.opts.NameLabels, c.names)
+	group = bounded(group, c.opts.GroupLabels, c.groups)
+	c.runs[runKey{q, name, group, string(status)}]++
+	hk := histKey{q, name, group}
+	h := c.hist[hk]
 	if h == nil {
 		h = &histogram{counts: make([]uint64, len(Buckets)+1)}
-		c.hist[histKey{q, name}] = h
+		c.hist[hk] = h
 	}
 	s := runTime.Seconds()
 	i, _ := slices.BinarySearch(Buckets, s)
@@ -148,16 +180,21 @@ func (c *Collector) RunEndedNamed(q, name string, status job.Status, runTime tim
 	h.n++
 }
 
-// label is the name label of a job name (see Options.NameLabels); c.mu must be held.
-func (c *Collector) label(name string) string {
+// bounded is the label value of v, a job's name or group, with a label of at most limit
+// values: v itself while it is "" or among the first limit values seen (kept in seen),
+// otherLabel beyond. With no label (limit 0 or below) it is "", so that the runs of every
+// value add up in one series rather than in series whose labels are the same.
+func bounded(v string, limit int, seen map[string]bool) string {
 	switch {
-	case c.opts.NameLabels <= 0 || name == "" || c.names[name]:
-		return name
-	case len(c.names) < c.opts.NameLabels:
-		c.names[name] = true
-		return name
+	case limit <= 0:
+		return ""
+	case v == "" || seen[v]:
+		return v
+	case len(seen) < limit:
+		seen[v] = true
+		return v
 	}
-	return otherName
+	return otherLabel
 }
 
 // Watch adds q to the queues whose depth (one grouped count on the status index per
@@ -183,45 +220,9 @@ func (c *Collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // WriteTo writes every series to w in the Prometheus text format, reading the depth of
 // the watched queues with ctx.
 func (c *Collector) WriteTo(ctx context.Context, w io.Writer) {
-	c.mu.Lock()
-	claimed := sortedKeys(c.claimed)
 	var b strings.Builder
-	header(&b, "rjq_jobs_claimed_total", "counter", "Jobs claimed by this process.")
-	for _, q := range claimed {
-		fmt.Fprintf(&b, "rjq_jobs_claimed_total{queue=%s} %d\n", label(q), c.claimed[q])
-	}
-	header(&b, "rjq_jobs_deadline_passed_total", "counter", "Jobs this process cancelled because their start deadline passed.")
-	for _, q := range sortedKeys(c.expired) {
-		fmt.Fprintf(&b, "rjq_jobs_deadline_passed_total{queue=%s} %d\n", label(q), c.expired[q])
-	}
-	header(&b, "rjq_runs_total", "counter", "Runs that ended in this process, by the status the job moved to.")
-	keys := make([]runKey, 0, len(c.runs))
-	for k := range c.runs {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b runKey) int {
-		return strings.Compare(a.queue+"\x00"+a.name+"\x00"+a.status, b.queue+"\x00"+b.name+"\x00"+b.status)
-	})
-	for _, k := range keys {
-		fmt.Fprintf(&b, "rjq_runs_total{%s,status=%s} %d\n", c.labels(k.queue, k.name), label(k.status), c.runs[k])
-	}
-	header(&b, "rjq_run_duration_seconds", "histogram", "How long runs took, from claim to outcome.")
-	hkeys := make([]histKey, 0, len(c.hist))
-	for k := range c.hist {
-		hkeys = append(hkeys, k)
-	}
-	slices.SortFunc(hkeys, func(a, b histKey) int { return strings.Compare(a.queue+"\x00"+a.name, b.queue+"\x00"+b.name) })
-	for _, k := range hkeys {
-		h, ls := c.hist[k], c.labels(k.queue, k.name)
-		var cum uint64
-		for i, le := range Buckets {
-			cum += h.counts[i]
-			fmt.Fprintf(&b, "rjq_run_duration_seconds_bucket{%s,le=%q} %d\n", ls, strconv.FormatFloat(le, 'g', -1, 64), cum)
-		}
-		fmt.Fprintf(&b, "rjq_run_duration_seconds_bucket{%s,le=\"+Inf\"} %d\n", ls, h.n)
-		fmt.Fprintf(&b, "rjq_run_duration_seconds_sum{%s} %s\n", ls, strconv.FormatFloat(h.sum, 'g', -1, 64))
-		fmt.Fprintf(&b, "rjq_run_duration_seconds_count{%s} %d\n", ls, h.n)
-	}
+	c.mu.Lock()
+	c.writeCounts(&b)
 	watched := slices.Clone(c.watched)
 	c.mu.Unlock()
 
@@ -254,10 +255,57 @@ func (c *Collector) WriteTo(ctx context.Context, w io.Writer) {
 	_, _ = io.WriteString(w, b.String())
 }
 
+// The help texts of the counted series: what the queues of this process did, or, with
+// Options.AllWorkers, what every worker did.
+var (
+	helpClaimed        = [2]string{"Jobs claimed by this process.", "Jobs claimed by any worker of the queue, as its table's changefeed shows them."}
+	helpDeadlinePassed = [2]string{"Jobs this process cancelled because their start deadline passed.", "Jobs cancelled because their start deadline passed, by any worker of the queue, as its table's changefeed shows them."}
+	helpRuns           = [2]string{"Runs that ended in this process, by the status the job moved to.", "Runs that ended on any worker of the queue, as its table's changefeed shows them, by the status the job moved to."}
+	helpDuration       = [2]string{"How long runs took in this process, from claim to outcome.", "How long runs took on any worker of the queue, from claim to outcome."}
+)
+
+// writeCounts writes the counted series to b; c.mu must be held.
+func (c *Collector) writeCounts(b *strings.Builder) {
+	scope := boolInt(c.opts.AllWorkers)
+	header(b, "rjq_jobs_claimed_total", "counter", helpClaimed[scope])
+	for _, q := range sortedKeys(c.claimed) {
+		fmt.Fprintf(b, "rjq_jobs_claimed_total{queue=%s} %d\n", label(q), c.claimed[q])
+	}
+	header(b, "rjq_jobs_deadline_passed_total", "counter", helpDeadlinePassed[scope])
+	for _, q := range sortedKeys(c.expired) {
+		fmt.Fprintf(b, "rjq_jobs_deadline_passed_total{queue=%s} %d\n", label(q), c.expired[q])
+	}
+	header(b, "rjq_runs_total", "counter", helpRuns[scope])
+	keys := slices.Collect(maps.Keys(c.runs))
+	slices.SortFunc(keys, func(x, y runKey) int {
+		return cmp.Or(strings.Compare(x.queue, y.queue), strings.Compare(x.name, y.name),
+			strings.Compare(x.group, y.group), strings.Compare(x.status, y.status))
+	})
+	for _, k := range keys {
+		fmt.Fprintf(b, "rjq_runs_total{%s,status=%s} %d\n", c.labels(k.queue, k.name, k.group), label(k.status), c.runs[k])
+	}
+	header(b, "rjq_run_duration_seconds", "histogram", helpDuration[scope])
+	hkeys := slices.Collect(maps.Keys(c.hist))
+	slices.SortFunc(hkeys, func(x, y histKey) int {
+		return cmp.Or(strings.Compare(x.queue, y.queue), strings.Compare(x.name, y.name), strings.Compare(x.group, y.group))
+	})
+	for _, k := range hkeys {
+		h, ls := c.hist[k], c.labels(k.queue, k.name, k.group)
+		var cum uint64
+		for i, le := range Buckets {
+			cum += h.counts[i]
+			fmt.Fprintf(b, "rjq_run_duration_seconds_bucket{%s,le=%q} %d\n", ls, strconv.FormatFloat(le, 'g', -1, 64), cum)
+		}
+		fmt.Fprintf(b, "rjq_run_duration_seconds_bucket{%s,le=\"+Inf\"} %d\n", ls, h.n)
+		fmt.Fprintf(b, "rjq_run_duration_seconds_sum{%s} %s\n", ls, strconv.FormatFloat(h.sum, 'g', -1, 64))
+		fmt.Fprintf(b, "rjq_run_duration_seconds_count{%s} %d\n", ls, h.n)
+	}
+}
+
 // writeState writes the gauges of the watched queues' state: paused, and the age of the
 // oldest due job.
 func writeState(ctx context.Context, b *strings.Builder, watched []watch) {
-	header(b, "rjq_queue_paused", "gauge", "1 when the queue is paused (in this process, or every queue of the table through the State Document), else 0.")
+	header(b, "rjq_queue_paused", "gauge", "1 when the queue is paused, by its own Pause or for every queue of the table through the State Document, else 0.")
 	for _, wq := range watched {
 		paused := wq.q.Paused()
 		if !paused && wq.opts.Session != nil {
@@ -283,12 +331,17 @@ func writeState(ctx context.Context, b *strings.Builder, watched []watch) {
 	}
 }
 
-// labels are the queue label, and with Options.NameLabels the name label, of a series.
-func (c *Collector) labels(q, name string) string {
-	if c.opts.NameLabels <= 0 {
-		return "queue=" + label(q)
+// labels are the queue label of a series, and its name and group labels when Options
+// asks for them.
+func (c *Collector) labels(q, name, group string) string {
+	ls := "queue=" + label(q)
+	if c.opts.NameLabels > 0 {
+		ls += ",name=" + label(name)
 	}
-	return "queue=" + label(q) + ",name=" + label(name)
+	if c.opts.GroupLabels > 0 {
+		ls += ",group=" + label(group)
+	}
+	return ls
 }
 
 func table(q *queue.Queue) r.Term { return r.DB(q.DB()).Table(q.Name()) }

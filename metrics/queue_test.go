@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/exposition"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
@@ -23,7 +24,8 @@ import (
 func TestMain(m *testing.M) { testserver.Main(m) }
 
 // A queue that processes jobs with a Collector as its Metrics: the scrape shows the claims,
-// each run's end by status, the durations, and the depth read from the server.
+// each run's end by status, the durations, and the depth read from the server. The jobs'
+// names and groups are no labels: their runs add up in one series each.
 func TestCollectorOnAQueue(t *testing.T) {
 	srv := testserver.Get(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -37,7 +39,10 @@ func TestCollectorOnAQueue(t *testing.T) {
 
 	var jobs []*job.Job
 	for i := range 6 {
-		j := q.CreateJob(i).SetRetryMax(0)
+		j := q.CreateJob(i).SetRetryMax(0).SetName([]string{"welcome", "digest", "reset"}[i%3])
+		if i%2 == 0 {
+			j.SetGroup([]string{"acme", "globex", "initech"}[i%3])
+		}
 		jobs = append(jobs, j)
 	}
 	ended := q.Events(ctx)
@@ -81,6 +86,8 @@ func TestCollectorOnAQueue(t *testing.T) {
 	assert.Contains(t, out, `rjq_queue_jobs{`+name+`,status="completed"} 4`)
 	assert.Contains(t, out, `rjq_queue_jobs{`+name+`,status="terminated"} 2`)
 	assert.Contains(t, out, `rjq_queue_jobs{`+name+`,status="waiting"} 0`)
+	_, err = exposition.Check(out)
+	assert.NoError(t, err, "each series once")
 }
 
 // With NameLabels, a queue's runs are counted by job name: the first names seen, the
@@ -116,4 +123,39 @@ func TestCollectorLabelsRunsByNameOnAQueue(t *testing.T) {
 	assert.Contains(t, out, `rjq_runs_total{`+name+`,name="other",status="completed"} 1`, "the second")
 	assert.NotContains(t, out, `name="digest"`, "a second name is other")
 	assert.Contains(t, out, `rjq_runs_total{`+name+`,name="",status="completed"} 1`, "the job named by its id")
+}
+
+// With GroupLabels, the queue gives each run's group (GroupMetrics), and the runs are
+// counted by it: a job without a group as "".
+func TestCollectorLabelsRunsByGroupOnAQueue(t *testing.T) {
+	srv := testserver.Get(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := metrics.NewWith(metrics.Options{GroupLabels: 10})
+	q, err := queue.New(ctx, queuetest.ConnectTo(srv, testserver.DB(t)),
+		queuetest.Options(queue.Options{Concurrency: 2, Metrics: c}))
+	require.NoError(t, err)
+	defer func() { _ = q.Stop(context.Background()) }()
+	ended := q.Events(ctx, queue.EventCompleted)
+	_, err = q.AddJob(ctx, q.CreateJob(1).SetName("welcome").SetGroup("acme"), q.CreateJob(2).SetName("digest").SetGroup("acme"),
+		q.CreateJob(3).SetName("welcome").SetGroup("globex"), q.CreateJob(4))
+	require.NoError(t, err)
+	require.NoError(t, q.Process(func(context.Context, *job.Job) (any, error) { return nil, nil }))
+	for range 4 {
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			t.Fatal("the jobs did not end")
+		}
+	}
+	var b strings.Builder
+	c.WriteTo(ctx, &b)
+	out := b.String()
+	name := `queue="` + q.Name() + `"`
+	assert.Contains(t, out, `rjq_runs_total{`+name+`,group="acme",status="completed"} 2`)
+	assert.Contains(t, out, `rjq_runs_total{`+name+`,group="globex",status="completed"} 1`)
+	assert.Contains(t, out, `rjq_runs_total{`+name+`,group="",status="completed"} 1`, "the job without a group")
+	assert.Contains(t, out, `rjq_run_duration_seconds_count{`+name+`,group="acme"} 2`)
+	_, err = exposition.Check(out)
+	assert.NoError(t, err, "each series once")
 }

@@ -30,6 +30,16 @@ type NamedMetrics interface {
 	RunEndedNamed(queue, name string, status job.Status, runTime time.Duration)
 }
 
+// GroupMetrics is a Metrics that also takes the name and the group of the job whose run
+// ended, for per-name and per-group series: the queue calls RunEndedGrouped instead of
+// RunEndedNamed and RunEnded when Options.Metrics implements it. name is as
+// NamedMetrics's (MetricName); group is the job's group (job.Job.Group), "" for a job
+// without one.
+type GroupMetrics interface {
+	Metrics
+	RunEndedGrouped(queue, name, group string, status job.Status, runTime time.Duration)
+}
+
 // ExpiryMetrics is a Metrics that also counts the jobs cancelled because their start
 // deadline passed (job.SetDeadline): the queue calls JobsExpired when Options.Metrics
 // implements it, from the Queue Master or the worker that cancelled them.

@@ -32,8 +32,11 @@
 //
 // Series: rjq_jobs{queue,status} (read at each scrape), rjq_events_total{queue,type} (the
 // queue's events since the handler was made), and rjq_jobs_claimed_total,
-// rjq_runs_total{queue,status} and the histogram rjq_run_duration_seconds, counted from the
-// table's changefeed, so they cover every worker of the table, Go or Node.js. Read at each
+// rjq_jobs_deadline_passed_total, rjq_runs_total{queue,status} and the histogram
+// rjq_run_duration_seconds, counted from the table's changefeed, so they cover every
+// worker of the table, Go or Node.js: one dashboard's scrape is the whole table's (do not
+// add up the scrapes of two dashboards of one queue). Options.MetricNames and
+// Options.MetricGroups add bounded name and group labels to the run series. Read at each
 // scrape too: rjq_queue_paused{queue} (1 while the queue is paused, as the queue and the
 // State Document say) and rjq_queue_oldest_waiting_seconds{queue} (how long the oldest due
 // job has waited since its dateEnable, 0 when none: an index read per priority, never a
@@ -100,6 +103,10 @@ type Options struct {
 	// rjq_run_duration_seconds) with the job's name: the first MetricNames names seen,
 	// every later one as "other" (see metrics.Options.NameLabels). 0: no name label.
 	MetricNames int
+	// MetricGroups, when above 0, labels the run series with the job's group
+	// (job.SetGroup): the first MetricGroups groups seen, every later one as "other", a
+	// job without a group as "" (see metrics.Options.GroupLabels). 0: no group label.
+	MetricGroups int
 	// Logger receives the errors of the run metrics' changefeed (it retries every
 	// second). Nil: they are discarded.
 	Logger *slog.Logger
@@ -162,7 +169,7 @@ func newDashboard(opts Options, prefix string) (*dashboard, error) {
 	}
 	d := &dashboard{q: opts.Queue, s: opts.Session, prefix: prefix, actions: opts.Actions, auth: opts.Auth,
 		counts: make(map[queue.EventType]uint64), subs: make(map[chan queue.Event]struct{}),
-		runs: metrics.NewWith(metrics.Options{NameLabels: opts.MetricNames}), done: make(chan struct{})}
+		runs: metrics.NewWith(metrics.Options{NameLabels: opts.MetricNames, GroupLabels: opts.MetricGroups, AllWorkers: true}), done: make(chan struct{})}
 	d.routes = d.mux()
 	// The state gauges of the shown queue come from the Collector too; its counts are
 	// rjq_jobs already.

@@ -118,9 +118,12 @@ commands:
   sequences                each sequence with unfinished jobs: its jobs waiting, running
                            and failed (to be retried), and the job that holds it
   web [--listen addr] [--actions] [--prefix /path/] [--token t] [--basic-auth user:pass]
+      [--metric-names N] [--metric-groups N]
                            dashboard at the prefix (default /), Prometheus metrics under it
                            at metrics; --token (RJQ_WEB_TOKEN) and --basic-auth
-                           (RJQ_WEB_BASIC_AUTH) require credentials
+                           (RJQ_WEB_BASIC_AUTH) require credentials; --metric-names and
+                           --metric-groups label the run metrics with the first N job
+                           names or groups seen, the rest as other
 
 The address also comes from RJQ_ADDR; RJQ_USER and RJQ_PASSWORD give the account;
 RJQ_TLS=1 or RJQ_TLS_CA=file turn TLS on.

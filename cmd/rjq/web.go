@@ -29,12 +29,16 @@ func cmdWeb(ctx context.Context, c config, args []string, out io.Writer) error {
 	prefix := fs.String("prefix", "/", "path to serve the dashboard under, such as /jobs/")
 	token := fs.String("token", os.Getenv("RJQ_WEB_TOKEN"), "require this bearer token (env RJQ_WEB_TOKEN)")
 	names := fs.Int("metric-names", 0, "label the run metrics with the job name: this many names, the rest as other (0: no name label)")
+	groups := fs.Int("metric-groups", 0, "label the run metrics with the job group: this many groups, the rest as other (0: no group label)")
 	basic := fs.String("basic-auth", os.Getenv("RJQ_WEB_BASIC_AUTH"), "require HTTP basic authentication as user:pass (env RJQ_WEB_BASIC_AUTH)")
 	if err := fs.Parse(args); err != nil {
 		return usagef("web: %v", err)
 	}
 	if fs.NArg() > 0 {
 		return usagef("web takes no arguments, got %q", strings.Join(fs.Args(), " "))
+	}
+	if *names < 0 || *groups < 0 {
+		return usagef("web: --metric-names %d, --metric-groups %d: want 0 (no label) or more", *names, *groups)
 	}
 	auth, err := webAuth(*token, *basic)
 	if err != nil {
@@ -59,7 +63,7 @@ func cmdWeb(ctx context.Context, c config, args []string, out io.Writer) error {
 	open, stopOpened := c.opener()
 	defer stopOpened()
 	h, err := rjqweb.New(rjqweb.Options{Queue: q, Session: s, Prefix: mount, Actions: *actions, Auth: auth,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)), Open: open, MetricNames: *names})
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)), Open: open, MetricNames: *names, MetricGroups: *groups})
 	if err != nil {
 		return err
 	}

@@ -6,8 +6,8 @@ import (
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
-// Metrics and NamedMetrics have the methods of queue.Metrics and queue.NamedMetrics, so
-// that the queue's Options.Metrics serves here as it is; their docs are there.
+// Metrics, NamedMetrics and GroupMetrics have the methods of their namesakes in package
+// queue, so that the queue's Options.Metrics serves here as it is; their docs are there.
 type Metrics interface {
 	JobsClaimed(queue string, n int)
 	RunEnded(queue string, status job.Status, runTime time.Duration)
@@ -17,6 +17,12 @@ type Metrics interface {
 type NamedMetrics interface {
 	Metrics
 	RunEndedNamed(queue, name string, status job.Status, runTime time.Duration)
+}
+
+// GroupMetrics: see queue.GroupMetrics.
+type GroupMetrics interface {
+	Metrics
+	RunEndedGrouped(queue, name, group string, status job.Status, runTime time.Duration)
 }
 
 // ExpiryMetrics: see queue.ExpiryMetrics.
@@ -53,6 +59,10 @@ func (q *Queue) claimedMetric(n int) {
 func (q *Queue) runMetric(j job.Job, status job.Status, at time.Time) {
 	if q.cfg.Metrics != nil {
 		defer q.metricsPanic()
+		if grouped, ok := q.cfg.Metrics.(GroupMetrics); ok {
+			grouped.RunEndedGrouped(q.cfg.Name, MetricName(&j), j.Group(), status, runTime(j, at))
+			return
+		}
 		if named, ok := q.cfg.Metrics.(NamedMetrics); ok {
 			named.RunEndedNamed(q.cfg.Name, MetricName(&j), status, runTime(j, at))
 			return
