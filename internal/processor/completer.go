@@ -13,8 +13,8 @@ import (
 )
 
 // The completer writes outcomes in batches: when outcomes are ready and no write is in
-// flight it waits for the running jobs to finish, while each finishes within gatherWindow
-// of the last and for outcomeGatherMost at most, then writes every outcome ready in one
+// flight it waits for the running jobs to finish, for gatherWindow at most, then writes
+// every outcome ready in one
 // update (rdb.Table.Finish). Outcomes that come while a write is in flight go in the next
 // one, so a busy queue writes many per flush, and an outcome waits at most for the gather
 // and the write already in flight. Its events are raised once its write lands.
@@ -148,7 +148,7 @@ func (c *completer) loop() {
 		case <-p.hard.Done():
 			return
 		}
-		p.gather(gatherWindow, outcomeGatherMost)
+		p.gather()
 		outs := c.take()
 		if len(outs) == 0 {
 			continue

@@ -83,43 +83,28 @@ func TestRetryWaitNeverOutlastsALease(t *testing.T) {
 	}
 }
 
-// The completer's gather goes on while jobs keep finishing, each soon after the last, up
-// to its bound; it ends once they stop, or at once when none runs.
-func TestGatherWaitsWhileJobsKeepFinishing(t *testing.T) {
+// The gather ends at once when no job runs, when the last running job finishes, and
+// after gatherWindow at most while jobs keep running.
+func TestGatherWaitsForRunningJobsUpToItsWindow(t *testing.T) {
 	h := newHarness(t, 1, false)
 	p := h.p
-	const quiet, most = 50 * time.Millisecond, 200 * time.Millisecond
 
 	start := time.Now()
-	p.gather(quiet, most)
-	assert.Less(t, time.Since(start), quiet, "no job runs: no wait")
+	p.gather()
+	assert.Less(t, time.Since(start), gatherWindow, "no job runs: no wait")
 
 	p.act.update(func(a *activity) { a.running = 1 })
 	start = time.Now()
-	p.gather(quiet, most)
-	assert.Less(t, time.Since(start), most, "nothing finishes: quiet ends it")
+	p.gather()
+	elapsed := time.Since(start)
+	assert.GreaterOrEqual(t, elapsed, gatherWindow, "a job runs: it waits its window")
+	assert.Less(t, elapsed, 50*gatherWindow, "and no longer")
 
-	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				p.act.update(func(*activity) {}) // a job finished, another started
-			}
-		}
+		p.gather()
 	}()
-	start = time.Now()
-	p.gather(quiet, most)
-	elapsed := time.Since(start)
-	close(stop)
+	p.act.update(func(a *activity) { a.running = 0 }) // the last job finished
 	<-done
-	assert.GreaterOrEqual(t, elapsed, most-quiet, "jobs kept finishing: it kept gathering")
-	assert.Less(t, elapsed, most+quiet, "up to its bound")
-	p.act.update(func(a *activity) { a.running = 0 })
 }

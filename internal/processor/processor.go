@@ -409,44 +409,25 @@ func (a *activity) waitIdle(ctx context.Context) error {
 
 // gatherWindow is how long the producer waits, at most, for the running jobs to finish
 // before it claims for the slots freed so far, and how long the completer waits for the
-// next outcome before it writes those ready (see outcomeGatherMost). Without it, the
-// first of a group of jobs that finish together is claimed for or written alone, and the
-// others wait for that query: measured at concurrency 10 on RethinkDB 2.4.4, writes of 1
-// and 9 by turns.
+// running jobs before it writes the outcomes ready. Without it, the first of a group of
+// jobs that finish together is claimed for or written alone, and the others wait for that
+// query: measured at concurrency 10 on RethinkDB 2.4.4, writes of 1 and 9 by turns. (A
+// longer gather while outcomes keep coming, for worker processes that share the CPU,
+// measured no fewer writes.)
 const gatherWindow = 2 * time.Millisecond
 
-// outcomeGatherMost is how long the completer keeps gathering while outcomes keep coming,
-// each within gatherWindow of the last: the jobs of one claim, started together, finish
-// over more than gatherWindow when several worker processes share the CPU, and their
-// outcomes went in two writes (4 processes on two cores: 5 % more outcome writes than
-// claims, against 1 % for one). An outcome so waits at most this long for its write to
-// start, and only while others keep finishing.
-const outcomeGatherMost = 10 * time.Millisecond
-
-// gather waits until no job runs, or nothing changed for quiet (a job started or
-// finished), or most has passed, or p stops.
-func (p *Processor) gather(quiet, most time.Duration) {
-	var still *time.Timer
-	var end <-chan time.Time
+// gather waits until no job runs, or gatherWindow has passed, or p stops.
+func (p *Processor) gather() {
+	t := time.NewTimer(gatherWindow)
+	defer t.Stop()
 	for {
 		running, _, changed := p.act.state()
 		if running == 0 {
 			return
 		}
-		if still == nil {
-			still = time.NewTimer(quiet)
-			defer still.Stop()
-			t := time.NewTimer(most)
-			defer t.Stop()
-			end = t.C
-		} else {
-			still.Reset(quiet)
-		}
 		select {
 		case <-changed:
-		case <-still.C:
-			return
-		case <-end:
+		case <-t.C:
 			return
 		case <-p.hard.Done():
 			return

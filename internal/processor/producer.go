@@ -181,7 +181,7 @@ func (p *producer) round() time.Duration {
 	if err := p.findLost(ctx); err != nil {
 		return p.failed(err)
 	}
-	pr.gather(gatherWindow, gatherWindow)
+	pr.gather()
 	free, ok := p.beginClaim()
 	if !ok {
 		return p.recheckWait()

@@ -171,9 +171,9 @@ func TestAPartReadOfOnePrioritysDueJobsHasNoWindow(t *testing.T) {
 	assert.NotContains(t, ids(c.List), mine[0])
 }
 
-// A due-range read of more than a hundred jobs asks the server for a first batch of full
-// size (see smallRead): it reads the same jobs, the part's own in the index's order past
-// the other part's, and every part's job of a higher priority first.
+// A due-range read of more jobs than the server's first batch holds reads the same jobs
+// as a small one: the part's own in the index's order past the other part's, and every
+// part's job of a higher priority first.
 func TestALargeDueRangeReadReadsWhatASmallOneDoes(t *testing.T) {
 	tbl, insert := candidateTable(t)
 	ctx := context.Background()

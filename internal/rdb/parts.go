@@ -175,7 +175,7 @@ func (t *Table) readPartDue(ctx context.Context, n int, skip Skip) (h head, ok b
 	// Not interleaved: the look comes after the jobs, in the same batch more often than
 	// from an interleaved union, which made the driver ask for the rest in a second round
 	// trip about once a read.
-	if err := t.runAll(ctx, own.UnionWithOpts(r.UnionOpts{Interleave: false}, look), partDueOpts(t, n), &rows); err != nil {
+	if err := t.runAll(ctx, own.UnionWithOpts(r.UnionOpts{Interleave: false}, look), t.opts, &rows); err != nil {
 		return head{}, false, err
 	}
 	var docs []map[string]any
@@ -198,26 +198,6 @@ func (t *Table) readPartDue(ctx context.Context, n int, skip Skip) (h head, ok b
 	}
 	h.Docs = append(h.Docs, docs...)
 	return h, true, nil
-}
-
-// smallRead is the most jobs a due-range part read asks for in the server's first batch,
-// a quarter of the others' size: that first batch bounds how far ahead the read goes.
-// A larger read asks for a first batch of full size, so that it comes in one batch:
-// at concurrency 50 (reads of 200) a first batch of a quarter saved nothing and made
-// the driver ask for a second batch 3–5 times a process of 1,250 jobs (4 processes);
-// at concurrency 10 (reads of 40) a first batch of full size took the saving away (3.44
-// ms of server CPU a job against 2.91 with 8 processes). Measured on RethinkDB 2.4.4.
-const smallRead = 100
-
-// partDueOpts are the run options of a due-range part read of n (see smallRead).
-func partDueOpts(t *Table, n int) func(context.Context) r.RunOpts {
-	return func(ctx context.Context) r.RunOpts {
-		o := t.opts(ctx)
-		if n > smallRead {
-			o.FirstBatchScaledownFactor = 1
-		}
-		return o
-	}
 }
 
 // partLook is the field of the one row of readPartDue's answer that is not a document
