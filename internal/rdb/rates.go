@@ -10,12 +10,13 @@ import (
 // A rate's slots (GroupRateSlot) are starts, each held for the rate's span, so a key
 // holds up to its limit of them whatever its runs do, and the keys of many groups with
 // rates would make the one slots document large; every claim rewrites it. So each rate
-// key has a document of its own in the slots side table, {id: rateDoc(key), key, holders:
+// key has a document of its own in the slots side table, {id: key, key, holders:
 // {holderId: {pc, q, at}}}, and a claim's takes of rates write the documents of its keys
 // alone, in one query: each document is taken from atomically, as the slots document is.
 
-// rateDoc is the id of the document of rate key.
-func rateDoc(key string) string { return "rate:" + key }
+// rateDoc is the id of the document of rate key: the key itself, which no other document
+// of the slots table has for its id.
+func rateDoc(key string) string { return key }
 
 // splitRates parts takes into the rates' and the others'.
 func splitRates(takes []SlotTake) (rates, others []SlotTake) {
@@ -43,9 +44,9 @@ func (t *Table) takeRates(ctx context.Context, takes []SlotTake) (Slots, error) 
 	side := t.Side(SlotsSuffix)
 	term := r.Do(r.Expr(asked), func(asked r.Term) any {
 		return asked.Keys().ForEach(func(k r.Term) any {
-			return side.Get(r.Expr("rate:").Add(k)).Replace(func(doc r.Term) any {
+			return side.Get(k).Replace(func(doc r.Term) any {
 				held := doc.Default(nil).Field("holders").Default(nil)
-				return map[string]any{"id": r.Expr("rate:").Add(k), "key": k, "holders": taken(held, asked.Field(k))}
+				return map[string]any{"id": k, "key": k, "holders": taken(held, asked.Field(k))}
 			}, r.ReplaceOpts{ReturnChanges: "always"})
 		})
 	})
@@ -85,7 +86,7 @@ func (t *Table) releaseRates(ctx context.Context, rel map[string]any) error {
 	side := t.Side(SlotsSuffix)
 	_, err := t.Write(ctx, r.Do(r.Expr(rel), func(rel r.Term) any {
 		return rel.Keys().ForEach(func(k r.Term) any {
-			return side.Get(r.Expr("rate:").Add(k)).Replace(func(doc r.Term) any {
+			return side.Get(k).Replace(func(doc r.Term) any {
 				return r.Branch(doc.Eq(nil), nil, doc.Merge(map[string]any{
 					"holders": r.Literal(notMine(doc.Field("holders").Default(nil), rel.Field(k))),
 				}))
