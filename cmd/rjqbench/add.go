@@ -12,6 +12,8 @@ import (
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
 
+// addRow measures one AddJob of n jobs (and plain inserts and Node's, when asked) and
+// prints its row.
 func (b bench) addRow(n int) {
 	lib := b.best(func() (result, error) { return measureAdd(b.ctx, b.addr, n, b.cpu) })
 	var fl result
@@ -30,6 +32,8 @@ func (b bench) addRow(n int) {
 		perJob(lib.cpu, lib.jobs), perJob(fl.cpu, fl.jobs))
 }
 
+// latencyRows measures add → start on an idle queue over n jobs (and Node's, when asked)
+// and prints its p50 and p99.
 func (b bench) latencyRows(n int) {
 	lat, err := measureLatency(b.ctx, b.addr, n)
 	if err != nil {

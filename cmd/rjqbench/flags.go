@@ -27,6 +27,8 @@ type flags struct {
 	priorityNoFeed                            bool
 }
 
+// parseFlags reads the command line; the flags of the measurements' knobs set the
+// package variables below.
 func parseFlags() flags {
 	var f flags
 	flag.StringVar(&f.addr, "addr", envOr("RJQ_TEST_ADDR", "127.0.0.1:28015"), "RethinkDB host:port")
@@ -117,6 +119,8 @@ var kindsWanted bool
 // counting proxy, for the queries per job.
 var countWanted bool
 
+// parsePair reads "a:b", two positive numbers, or exits with -concurrency's message
+// (whichever flag it came from).
 func parsePair(s string) (int, int) {
 	a, b, ok := strings.Cut(s, ":")
 	c, err1 := strconv.Atoi(a)
@@ -144,6 +148,7 @@ func splitInts(name, list string) []int {
 	return out
 }
 
+// splitAddr reads -addr, host:port, or exits.
 func splitAddr(addr string) (string, int) {
 	host, p, ok := strings.Cut(addr, ":")
 	port, err := strconv.Atoi(p)
@@ -153,6 +158,7 @@ func splitAddr(addr string) (string, int) {
 	return host, port
 }
 
+// envOr is the environment variable key, or def when it is empty.
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {
 		return v

@@ -37,6 +37,8 @@ import (
 	"time"
 )
 
+// main runs as a worker process with -child, else makes the measurements the flags ask
+// for.
 func main() {
 	f := parseFlags()
 	if f.cpuProfile != "" {
@@ -116,19 +118,7 @@ func (b bench) run(f flags) {
 	if f.latencyN > 0 {
 		b.latencyRows(f.latencyN)
 	}
-	for _, k := range strings.Split(f.queries, ",") {
-		if k == "" {
-			continue
-		}
-		n, err := strconv.Atoi(k)
-		if err != nil || n < 1 {
-			log.Fatalf("-queries: want batch sizes such as 10,50, got %q", f.queries)
-		}
-		queryRows(b.ctx, b.addr, n, max(20, 2000/n), 1, b.cpu)
-		for _, parts := range splitInts("queries-parts", f.queryParts) {
-			queryRows(b.ctx, b.addr, n, max(20, 2000/n), parts, b.cpu)
-		}
-	}
+	b.queriesRows(f.queries, f.queryParts)
 	if f.scale != "" {
 		// Built first: run from elsewhere, the dashboard step would fail only after the
 		// fill (ten minutes at 10⁶ jobs).
@@ -145,6 +135,25 @@ func (b bench) run(f flags) {
 	}
 	if f.workflow {
 		b.workflowRows()
+	}
+}
+
+// queriesRows compares the library's queries with the floor's at each batch size of
+// sizes (-queries), by a whole worker and by a worker that reads its part of each count
+// of parts (-queries-parts).
+func (b bench) queriesRows(sizes, parts string) {
+	for _, k := range strings.Split(sizes, ",") {
+		if k == "" {
+			continue
+		}
+		n, err := strconv.Atoi(k)
+		if err != nil || n < 1 {
+			log.Fatalf("-queries: want batch sizes such as 10,50, got %q", sizes)
+		}
+		queryRows(b.ctx, b.addr, n, max(20, 2000/n), 1, b.cpu)
+		for _, of := range splitInts("queries-parts", parts) {
+			queryRows(b.ctx, b.addr, n, max(20, 2000/n), of, b.cpu)
+		}
 	}
 }
 

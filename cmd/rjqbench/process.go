@@ -24,6 +24,8 @@ type grouping struct {
 	inRounds bool
 }
 
+// processRow measures processing at concurrency c over n jobs (and the floor's and
+// Node's, when asked) and prints its row.
 func (b bench) processRow(c, n int) levelResult {
 	lib := b.best(func() (result, error) { return measureProcess(b.ctx, b.addr, c, n, b.cpu, grouping{}) })
 	var fl, nd result
@@ -127,32 +129,8 @@ func processRun(ctx context.Context, addr string, concurrency, n int, cpu cpuMet
 		return result{}, err
 	}
 	defer q.Stop(context.Background())
-	jobs := make([]*job.Job, n)
-	for i := range jobs {
-		jobs[i] = q.CreateJob(i)
-		if g.groups > 0 {
-			jobs[i].SetGroup(strconv.Itoa(i % g.groups))
-		}
-		if g.sequences > 0 {
-			jobs[i].SetSequence(strconv.Itoa(i % g.sequences))
-		}
-	}
-	if g.groups > 0 {
-		if err := q.SetGroupLimit(ctx, "", g.limit); err != nil {
-			return result{}, err
-		}
-	}
-	calls := [][]*job.Job{jobs}
-	if g.sequences > 0 && g.inRounds {
-		calls = nil
-		for i := 0; i < len(jobs); i += g.sequences {
-			calls = append(calls, jobs[i:min(i+g.sequences, len(jobs))])
-		}
-	}
-	for _, call := range calls {
-		if _, err := q.AddJob(ctx, call...); err != nil {
-			return result{}, err
-		}
+	if err := addGrouped(ctx, q, n, g); err != nil {
+		return result{}, err
 	}
 	events := q.Events(ctx, queue.EventCompleted, queue.EventError)
 	var reads, claims, finishes *wirecount.Tally
@@ -191,4 +169,37 @@ func processRun(ctx context.Context, addr string, concurrency, n int, cpu cpuMet
 		}
 	}
 	return res, nil
+}
+
+// addGrouped adds n jobs to q, spread over g's groups (whose running limit it sets) or
+// sequences: in one AddJob, or with g.inRounds in one a round of one job a sequence.
+func addGrouped(ctx context.Context, q *queue.Queue, n int, g grouping) error {
+	jobs := make([]*job.Job, n)
+	for i := range jobs {
+		jobs[i] = q.CreateJob(i)
+		if g.groups > 0 {
+			jobs[i].SetGroup(strconv.Itoa(i % g.groups))
+		}
+		if g.sequences > 0 {
+			jobs[i].SetSequence(strconv.Itoa(i % g.sequences))
+		}
+	}
+	if g.groups > 0 {
+		if err := q.SetGroupLimit(ctx, "", g.limit); err != nil {
+			return err
+		}
+	}
+	calls := [][]*job.Job{jobs}
+	if g.sequences > 0 && g.inRounds {
+		calls = nil
+		for i := 0; i < len(jobs); i += g.sequences {
+			calls = append(calls, jobs[i:min(i+g.sequences, len(jobs))])
+		}
+	}
+	for _, call := range calls {
+		if _, err := q.AddJob(ctx, call...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
