@@ -15,7 +15,8 @@ import (
 // server to settle before each measurement with it.
 var serverCPU cpuMeter
 
-// scratch opens a session and a fresh database name, and returns a function that drops it.
+// scratch opens a connection (an r.Session) and a fresh database name, and returns a
+// function that drops it.
 func scratch(addr string) (*r.Session, string, func(), error) {
 	serverCPU.settle()
 	s, err := r.Connect(r.ConnectOpts{Address: addr, Timeout: 10 * time.Second})
