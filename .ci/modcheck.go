@@ -66,12 +66,47 @@ func main() {
 	fmt.Println("modcheck: ok")
 }
 
+// run serves the published modules from a file proxy and checks that cmd/rjq installs,
+// and that programs of a user's own that go get rjqweb and rjqotel build, from it alone.
 func run() error {
+	mods, err := readPublished()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "rjq-modcheck-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	proxy := filepath.Join(tmp, "proxy")
+	if err := serveAll(tmp, proxy, mods); err != nil {
+		return err
+	}
+	env, err := userEnv(tmp, proxy)
+	if err != nil {
+		return err
+	}
+	// The temporary module cache is read-only; go clean empties it before RemoveAll.
+	defer func() {
+		c := exec.Command("go", "clean", "-modcache")
+		c.Env = env
+		c.Run()
+	}()
+	if err := checkInstall(tmp, env, mods[root+"/cmd/rjq"]); err != nil {
+		return err
+	}
+	return checkUserPrograms(tmp, env)
+}
+
+// readPublished reads the published modules, by module path, each at the release
+// version, and checks that the sub-modules require one version of each module of the
+// repository, the root among them.
+func readPublished() (map[string]*module, error) {
 	mods := map[string]*module{} // by module path
 	for _, dir := range published {
 		m, err := readModule(dir)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		mods[m.path] = m
 	}
@@ -80,13 +115,13 @@ func run() error {
 	for _, m := range mods {
 		for _, req := range m.requires {
 			if v, ok := required[req.path]; ok && v != req.version {
-				return fmt.Errorf("%s requires %s %s, another module %s: require one version everywhere (RELEASING.md)", m.path, req.path, req.version, v)
+				return nil, fmt.Errorf("%s requires %s %s, another module %s: require one version everywhere (RELEASING.md)", m.path, req.path, req.version, v)
 			}
 			required[req.path] = req.version
 		}
 	}
 	if required[root] == "" {
-		return errors.New("no sub-module requires the root module")
+		return nil, errors.New("no sub-module requires the root module")
 	}
 	// The sub-modules are served from the working tree at a release version, as the next
 	// tag will serve them (a user's go install …@latest, go get …@latest); what they
@@ -94,16 +129,13 @@ func run() error {
 	for _, m := range mods {
 		m.version = release
 	}
+	return mods, nil
+}
 
-	tmp, err := os.MkdirTemp("", "rjq-modcheck-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	proxy := filepath.Join(tmp, "proxy")
-	// Serve each module at its version, then every version of a module of the repository
-	// that a served go.mod requires (rjqweb at a commit may require the library at an
-	// earlier one), each from its commit.
+// serveAll writes to the proxy directory each sub-module of mods at its version, then
+// every version of a module of the repository that a served go.mod requires (rjqweb at
+// a commit may require the library at an earlier one), each from its commit.
+func serveAll(tmp, proxy string, mods map[string]*module) error {
 	var todo []requirement
 	for _, m := range mods {
 		if m.path != root {
@@ -128,16 +160,22 @@ func run() error {
 		fmt.Printf("modcheck: serving %s@%s from %s\n", m.path, m.version, from)
 		todo = append(todo, m.requires...)
 	}
+	return nil
+}
 
+// userEnv is the environment of a user's go command: no workspace, the proxy directory
+// first, then the local module cache, then GOPROXY, and a module cache, GOPATH and GOBIN
+// of its own under tmp.
+func userEnv(tmp, proxy string) ([]string, error) {
 	cache, err := goEnv("GOMODCACHE")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	upstream, err := goEnv("GOPROXY")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	env := append(os.Environ(),
+	return append(os.Environ(),
 		"GOWORK=off",
 		"GOFLAGS=",
 		"GOPROXY="+fileURL(proxy)+","+fileURL(filepath.Join(cache, "cache", "download"))+","+upstream,
@@ -146,16 +184,12 @@ func run() error {
 		"GOBIN="+filepath.Join(tmp, "bin"),
 		// Not yet in the checksum database: these versions exist only here.
 		"GONOSUMDB="+root,
-	)
-	// The temporary module cache is read-only; go clean empties it before RemoveAll.
-	defer func() {
-		c := exec.Command("go", "clean", "-modcache")
-		c.Env = env
-		c.Run()
-	}()
+	), nil
+}
 
-	// go install cmd/rjq@version, from a directory outside any module.
-	rjq := mods[root+"/cmd/rjq"]
+// checkInstall runs go install cmd/rjq@version from a directory outside any module,
+// and the installed rjq --help.
+func checkInstall(tmp string, env []string, rjq *module) error {
 	if err := goCmd(tmp, env, "install", rjq.path+"@"+rjq.version); err != nil {
 		return err
 	}
@@ -164,8 +198,11 @@ func run() error {
 		return fmt.Errorf("the installed rjq --help: %v\n%s", err, out)
 	}
 	fmt.Println("modcheck: go install " + rjq.path + "@" + rjq.version + ": ok")
+	return nil
+}
 
-	// Programs of a user's own that go get rjqweb and rjqotel.
+// checkUserPrograms builds programs of a user's own that go get rjqweb and rjqotel.
+func checkUserPrograms(tmp string, env []string) error {
 	for _, p := range []struct{ mod, src string }{
 		{root + "/rjqweb", webProgram},
 		{root + "/rjqotel", otelProgram},

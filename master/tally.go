@@ -55,32 +55,9 @@ func heldElsewhere(tl rdb.Tally, queueID string) bool {
 // within tallyHeld: that one is counting it.
 func AdvanceTally(ctx context.Context, t Target) error {
 	tbl := t.table()
-	tl, err := tbl.ReadTally(ctx)
-	if err != nil {
+	tl, ok, err := tallyToAdvance(ctx, t, tbl)
+	if err != nil || !ok {
 		return err
-	}
-	if !tl.Found {
-		if t.TallyFrom > 0 {
-			if size, err := tbl.EstimatedSize(ctx); err != nil || size < t.TallyFrom {
-				return err
-			}
-		}
-		if err := t.assertStats(ctx); err != nil {
-			return err
-		}
-		first, err := tbl.FirstFinished(ctx)
-		if err != nil {
-			return err
-		}
-		if first.IsZero() {
-			first = time.Now().Add(-tallyMargin)
-		}
-		if err := tbl.StartTally(ctx, first); err != nil {
-			return err
-		}
-		if tl, err = tbl.ReadTally(ctx); err != nil {
-			return err
-		}
 	}
 	if heldElsewhere(tl, t.QueueID) {
 		return nil
@@ -118,12 +95,7 @@ func AdvanceTally(ctx context.Context, t Target) error {
 			n += c
 		}
 		p.counted += n
-		switch {
-		case n > stepHigh:
-			step = max(step/2, time.Second)
-		case n < stepLow:
-			step = min(step*2, maxStep)
-		}
+		step = nextStep(step, n)
 		if tl, err = tbl.ReadTally(ctx); err != nil {
 			return err
 		}
@@ -134,6 +106,50 @@ func AdvanceTally(ctx context.Context, t Target) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// tallyToAdvance reads the tally of tbl (t's table), starting one if there is none and
+// the table has reached t.TallyFrom jobs: from its first finished job, or from
+// tallyMargin before now when none has finished. ok is false, with no error, when there
+// is no tally and the table is still too small for one.
+func tallyToAdvance(ctx context.Context, t Target, tbl *rdb.Table) (tl rdb.Tally, ok bool, err error) {
+	if tl, err = tbl.ReadTally(ctx); err != nil || tl.Found {
+		return tl, err == nil, err
+	}
+	if t.TallyFrom > 0 {
+		if size, err := tbl.EstimatedSize(ctx); err != nil || size < t.TallyFrom {
+			return tl, false, err
+		}
+	}
+	if err := t.assertStats(ctx); err != nil {
+		return tl, false, err
+	}
+	first, err := tbl.FirstFinished(ctx)
+	if err != nil {
+		return tl, false, err
+	}
+	if first.IsZero() {
+		first = time.Now().Add(-tallyMargin)
+	}
+	if err := tbl.StartTally(ctx, first); err != nil {
+		return tl, false, err
+	}
+	if tl, err = tbl.ReadTally(ctx); err != nil {
+		return tl, false, err
+	}
+	return tl, true, nil
+}
+
+// nextStep sizes the step after one of step that counted n jobs: halved (down to a
+// second) above stepHigh, doubled (up to maxStep) below stepLow.
+func nextStep(step time.Duration, n int) time.Duration {
+	switch {
+	case n > stepHigh:
+		return max(step/2, time.Second)
+	case n < stepLow:
+		return min(step*2, maxStep)
+	}
+	return step
 }
 
 // tallyProgress logs a long tally pass: where it starts, how far it has counted every

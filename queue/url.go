@@ -62,23 +62,32 @@ func ParseURL(s string) (*ConnectOptions, error) {
 			c.Addresses = append(c.Addresses, addr)
 		}
 	}
-	q := u.Query()
+	if err := applyTLSParams(c, u.Query(), bad); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// applyTLSParams sets c.TLS from the URL's parameters q (tls, tls_ca, tls_server_name),
+// and refuses any other parameter, or tls=false beside the other two, with bad.
+func applyTLSParams(c *ConnectOptions, q url.Values, bad func(format string, args ...any) error) error {
 	var useTLS bool
 	for key, vals := range q {
 		v := vals[len(vals)-1]
 		switch key {
 		case "tls":
+			var err error
 			if useTLS, err = strconv.ParseBool(v); err != nil {
-				return nil, bad("tls=%q: want true or false", v)
+				return bad("tls=%q: want true or false", v)
 			}
 		case "tls_ca":
 			pem, err := os.ReadFile(v)
 			if err != nil {
-				return nil, bad("tls_ca: %v", err)
+				return bad("tls_ca: %v", err)
 			}
 			roots := x509.NewCertPool()
 			if !roots.AppendCertsFromPEM(pem) {
-				return nil, bad("tls_ca %s: no PEM certificate in it", v)
+				return bad("tls_ca %s: no PEM certificate in it", v)
 			}
 			c.TLS = cmpTLS(c.TLS)
 			c.TLS.RootCAs = roots
@@ -86,15 +95,15 @@ func ParseURL(s string) (*ConnectOptions, error) {
 			c.TLS = cmpTLS(c.TLS)
 			c.TLS.ServerName = v
 		default:
-			return nil, bad("unknown parameter %q (known: tls, tls_ca, tls_server_name)", key)
+			return bad("unknown parameter %q (known: tls, tls_ca, tls_server_name)", key)
 		}
 	}
 	if useTLS {
 		c.TLS = cmpTLS(c.TLS)
 	} else if q.Has("tls") && c.TLS != nil {
-		return nil, bad("tls=false with tls_ca or tls_server_name")
+		return bad("tls=false with tls_ca or tls_server_name")
 	}
-	return c, nil
+	return nil
 }
 
 // cutHosts cuts the host list out of a rethinkdb:// URL, leaving a placeholder host in

@@ -30,11 +30,10 @@ import (
 // and the candidate reads and claim writes among them) and exits.
 
 // childMain runs a child: mode "process" (no changefeed unless -procs-feed, counts its
-// own completions),
-// "latency" (changefeed on, reports handler starts), "ordered" (changefeed on, reports
-// each run of a sequence's job, see ordered.go) or "floor" (the floor loop with batch
-// concurrency over part of the jobs, counts completions) or "floor-window" (the same
-// with its part read bounded as a worker's).
+// own completions), "latency" (changefeed on, reports handler starts), "ordered" or
+// "exact" (changefeed on, reports each run of a job, see ordered.go and exact.go),
+// "floor" (the floor loop with batch concurrency over part of the jobs, counts
+// completions) or "floor-window" (the same with its part read bounded as a worker's).
 func childMain(mode, addr, db string, concurrency int, part string, childCount bool) {
 	ctx := context.Background()
 	if mode == "floor" || mode == "floor-window" {
@@ -47,16 +46,8 @@ func childMain(mode, addr, db string, concurrency int, part string, childCount b
 		defer c.proxy.Close()
 	}
 	say := sayer(os.Stdout)
-	feed := procsFeed || procsLocal || procsListen
-	opts := queue.Options{Concurrency: concurrency, NoChangeFeed: mode == "process" && !feed, LocalEventsOnly: mode == "process" && procsLocal}
-	if index, _, err := childPart(part); err == nil && mode == "process" && procsMasters > 0 && index >= procsMasters {
-		opts.MasterInterval = -1
-	}
 	var ran runCounter
-	if mode == "process" && !procsListen && !procsLocal {
-		// Counted without a listener of completed events, which would widen the feed.
-		opts.Metrics = &ran
-	}
+	opts := childOptions(mode, part, concurrency, &ran)
 	paused := mode == "process" || mode == "ordered" || mode == "exact"
 	q, err := newQueue(ctx, addr, db, opts)
 	if err != nil {
@@ -71,12 +62,6 @@ func childMain(mode, addr, db string, concurrency int, part string, childCount b
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	handler := func(_ context.Context, j *job.Job) (any, error) {
-		if mode == "latency" {
-			say("start %s %d", j.ID, time.Now().UnixNano())
-		}
-		return nil, nil
-	}
 	if mode == "process" {
 		var completed <-chan queue.Event
 		if opts.Metrics == nil {
@@ -84,13 +69,7 @@ func childMain(mode, addr, db string, concurrency int, part string, childCount b
 		}
 		wg.Go(func() { tellCompletions(completed, &ran, stop, say) })
 	}
-	switch mode {
-	case "ordered":
-		handler = orderedHandler(say)
-	case "exact":
-		handler = exactHandler(say)
-	}
-	if err := q.Process(handler); err != nil {
+	if err := q.Process(childHandler(mode, say)); err != nil {
 		log.Fatalf("child: %v", err)
 	}
 	in := bufio.NewReader(os.Stdin)
@@ -113,6 +92,41 @@ func childMain(mode, addr, db string, concurrency int, part string, childCount b
 	total, claimQueries := c.counts()
 	_ = q.Stop(ctx)
 	say("queries %d %d", total, claimQueries)
+}
+
+// childOptions are the queue options of a child in mode at concurrency: a "process"
+// child follows no changefeed unless -procs-feed, -procs-local or -procs-listen asks,
+// is no Queue Master when -procs-masters leaves its part out, and counts its completed
+// runs in ran (as its Options.Metrics) unless it listens to completed events.
+func childOptions(mode, part string, concurrency int, ran *runCounter) queue.Options {
+	feed := procsFeed || procsLocal || procsListen
+	opts := queue.Options{Concurrency: concurrency, NoChangeFeed: mode == "process" && !feed, LocalEventsOnly: mode == "process" && procsLocal}
+	if index, _, err := childPart(part); err == nil && mode == "process" && procsMasters > 0 && index >= procsMasters {
+		opts.MasterInterval = -1
+	}
+	if mode == "process" && !procsListen && !procsLocal {
+		// Counted without a listener of completed events, which would widen the feed.
+		opts.Metrics = ran
+	}
+	return opts
+}
+
+// childHandler is the handler of a child in mode: an ordered or exact child's says what
+// it runs (see ordered.go and exact.go), a latency child's says when each job starts,
+// and any other does nothing.
+func childHandler(mode string, say func(string, ...any)) queue.Handler {
+	switch mode {
+	case "ordered":
+		return orderedHandler(say)
+	case "exact":
+		return exactHandler(say)
+	}
+	return func(_ context.Context, j *job.Job) (any, error) {
+		if mode == "latency" {
+			say("start %s %d", j.ID, time.Now().UnixNano())
+		}
+		return nil, nil
+	}
 }
 
 // childCounter counts a child's queries on the wire, when asked (-child-count): the

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log"
 	"strconv"
 	"strings"
 	"time"
@@ -172,4 +173,42 @@ func parseStart(line string) (id string, at time.Time, ok bool) {
 		return "", time.Time{}, false
 	}
 	return f[1], time.Unix(0, ns), true
+}
+
+// crossRows measures cross-process add → start with each worker count of spec, and the
+// burst onto the most workers.
+func (b bench) crossRows(spec string, n, burst int) {
+	most := 0
+	for _, w := range strings.Split(spec, ",") {
+		workers, err := strconv.Atoi(w)
+		if err != nil || workers < 1 {
+			log.Fatalf("-cross: want worker counts such as 1,8, got %q", spec)
+		}
+		most = max(most, workers)
+		res, err := measureCross(b.ctx, b.addr, workers, n)
+		if err != nil {
+			log.Fatalf("cross %d: %v", workers, err)
+		}
+		for _, p := range []float64{50, 99} {
+			fmt.Printf("| another queue adds, %d idle worker process(es), add → start p%.0f (N=%d) | %s | %.2f claim queries, %.2f queries in all | | | | | | | |\n",
+				workers, p, n, ms(pct(res.latency, p)), res.claimQueriesPerJob, res.queriesPerJob)
+		}
+	}
+	if b.floor {
+		lat, err := crossFloor(b.ctx, b.addr, n)
+		if err != nil {
+			log.Fatalf("cross floor: %v", err)
+		}
+		for _, p := range []float64{50, 99} {
+			fmt.Printf("| floor of a cross-process add → start: insert, changefeed, one claim, p%.0f (N=%d) | | | %s | | | | | | |\n", p, n, ms(pct(lat, p)))
+		}
+	}
+	if burst > 0 {
+		res, err := measureBurst(b.ctx, b.addr, most, burst)
+		if err != nil {
+			log.Fatalf("burst: %v", err)
+		}
+		fmt.Printf("| burst of %d added onto %d idle worker processes, jobs/s started | %.0f | %.2f claim queries, %.2f queries in all | | | | | | | |\n",
+			burst, most, res.jobsPerSec, res.claimQueriesPerJob, res.queriesPerJob)
+	}
 }

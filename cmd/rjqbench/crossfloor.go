@@ -12,9 +12,9 @@ import (
 
 // crossFloor is the floor of a cross-process add → start: the physical path and nothing
 // else. A queue adds n jobs one at a time, 20 ms apart, as -cross does; a second
-// session follows the table's changefeed and, for each insert it sees, makes one guarded
-// claim of that job by id (hard durability, as every write here). add → start is the
-// time from AddJob to the claim's answer: an insert, a changefeed notification and a
+// connection follows the table's changefeed and, for each insert it sees, makes one
+// guarded claim of that job by id (hard durability, as every write here). add → start is
+// the time from AddJob to the claim's answer: an insert, a changefeed notification and a
 // claim, with no process boundary, no ranking and no handler.
 func crossFloor(ctx context.Context, addr string, n int) ([]time.Duration, error) {
 	_, db, drop, err := scratch(addr)

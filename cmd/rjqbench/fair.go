@@ -23,10 +23,11 @@ type fairResult struct {
 	after  float64       // jobs/s started in the 400 ms after B's add, whatever B's wait
 }
 
-// fairRows measures issue 32's fair run: A holds backlog waiting jobs of group "A"; a
-// second after a worker of concurrency 50 starts on them, another process adds bJobs of
-// group "B" in one call. B's fair share is its jobs at half the throughput measured before
-// its add; the target is its last start within twice that.
+// fairRows makes the fair run, the measure of how groups share a worker, rounds times:
+// A holds backlog waiting jobs of group "A"; a second after a worker of concurrency 50
+// starts on them, another queue adds bJobs of group "B" in one call. B's fair share is
+// its jobs at half the throughput measured before its add; the target is its last start
+// within twice that.
 func (b bench) fairRows(backlog, bJobs, rounds int) {
 	for round := range max(rounds, 1) {
 		res, err := fairRun(b.ctx, b.addr, backlog, bJobs)
@@ -42,6 +43,12 @@ func (b bench) fairRows(backlog, bJobs, rounds int) {
 			100*res.aShare, ratio(res.during, res.before))
 		fmt.Printf("| … starts/s in the 400 ms after B's add ÷ before | %s | | | | | | | | |\n", ratio(res.after, res.before))
 	}
+}
+
+// fairStart is one start of the fair run's handler: when, and whether of group B.
+type fairStart struct {
+	at time.Time
+	b  bool
 }
 
 // fairRun makes one fair run on a fresh table.
@@ -61,28 +68,16 @@ func fairRun(ctx context.Context, addr string, backlog, bJobs int) (fairResult, 
 		return fairResult{}, err
 	}
 	defer adder.Stop(context.Background())
-	add := func(group string, n int) ([]*job.Job, error) {
-		jobs := make([]*job.Job, n)
-		for i := range jobs {
-			jobs[i] = adder.CreateJob(i).SetGroup(group)
-		}
-		_, err := adder.AddJob(ctx, jobs...)
-		return jobs, err
-	}
-	if _, err := add("A", backlog); err != nil {
+	if err := addOfGroup(ctx, adder, "A", backlog); err != nil {
 		return fairResult{}, err
 	}
-	type start struct {
-		at time.Time
-		b  bool
-	}
 	var mu sync.Mutex
-	starts := make([]start, 0, backlog+bJobs)
+	starts := make([]fairStart, 0, backlog+bJobs)
 	events := worker.Events(ctx, queue.EventCompleted, queue.EventError)
 	began := time.Now()
 	if err := worker.Process(func(_ context.Context, j *job.Job) (any, error) {
 		mu.Lock()
-		starts = append(starts, start{time.Now(), j.Group() == "B"})
+		starts = append(starts, fairStart{time.Now(), j.Group() == "B"})
 		mu.Unlock()
 		return nil, nil
 	}); err != nil {
@@ -94,24 +89,48 @@ func fairRun(ctx context.Context, addr string, backlog, bJobs int) (fairResult, 
 		return fairResult{}, ctx.Err()
 	}
 	addAt := time.Now()
-	if _, err := add("B", bJobs); err != nil {
+	if err := addOfGroup(ctx, adder, "B", bJobs); err != nil {
 		return fairResult{}, err
 	}
-	deadline := time.After(10 * time.Minute)
-	for done := 0; done < backlog+bJobs; {
-		select {
-		case e := <-events:
-			if e.Type == queue.EventError {
-				return fairResult{}, e.Err
-			}
-			done++
-		case <-deadline:
-			return fairResult{}, fmt.Errorf("%d of %d jobs done in 10 minutes", done, backlog+bJobs)
-		}
+	if err := waitDone(events, backlog+bJobs); err != nil {
+		return fairResult{}, err
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	slices.SortFunc(starts, func(x, y start) int { return x.at.Compare(y.at) })
+	return fairFigures(starts, began, addAt), nil
+}
+
+// addOfGroup adds n jobs of group through adder, in one call.
+func addOfGroup(ctx context.Context, adder *queue.Queue, group string, n int) error {
+	jobs := make([]*job.Job, n)
+	for i := range jobs {
+		jobs[i] = adder.CreateJob(i).SetGroup(group)
+	}
+	_, err := adder.AddJob(ctx, jobs...)
+	return err
+}
+
+// waitDone waits, up to 10 minutes, for n completed events, and fails at an error event.
+func waitDone(events <-chan queue.Event, n int) error {
+	deadline := time.After(10 * time.Minute)
+	for done := 0; done < n; {
+		select {
+		case e := <-events:
+			if e.Type == queue.EventError {
+				return e.Err
+			}
+			done++
+		case <-deadline:
+			return fmt.Errorf("%d of %d jobs done in 10 minutes", done, n)
+		}
+	}
+	return nil
+}
+
+// fairFigures reads a fair run's figures from its starts: the processing began at
+// began, B's jobs were added at addAt.
+func fairFigures(starts []fairStart, began, addAt time.Time) fairResult {
+	slices.SortFunc(starts, func(x, y fairStart) int { return x.at.Compare(y.at) })
 	var res fairResult
 	var lastB time.Time
 	before := 0
@@ -143,5 +162,5 @@ func fairRun(ctx context.Context, addr string, backlog, bJobs int) (fairResult, 
 		res.during = float64(during) / res.wait.Seconds()
 		res.aShare = float64(ofA) / float64(during)
 	}
-	return res, nil
+	return res
 }

@@ -72,12 +72,38 @@ func (b bench) orderedRows(spec string) {
 		log.Fatalf("ordered: %v", err)
 	}
 	defer drop()
+	jobs, failing := b.addOrdered(db, keys, each)
+	children, err := startChildren(procs, "ordered", b.addr, db, concurrency, false)
+	if err != nil {
+		finish(children)
+		log.Fatalf("ordered: %v", err)
+	}
+	lines := merged(children)
+	start := time.Now()
+	goAll(children)
+	runs, completed := collectOrdered(lines, jobs)
+	took := time.Since(start)
+	finish(children)
+	outOfOrder, overlaps := orderChecks(runs)
+	twice := 0
+	for _, n := range completed {
+		if n > 1 {
+			twice++
+		}
+	}
+	fmt.Printf("| sequences: %d keys × %d jobs over %d worker processes at C=%d, %d jobs failing once: starts out of add order, runs of a key at once, jobs completed more than once | %d, %d, %d | | | | | | | | |\n",
+		keys, each, procs, concurrency, failing, outOfOrder, overlaps, twice)
+	fmt.Printf("| … that run's rate, jobs/s | %.0f | | | | | | | | |\n", float64(jobs)/took.Seconds())
+}
+
+// addOrdered adds to db the ordered run's keys sequences of each jobs, place by place
+// across the keys, and returns how many jobs it added and how many of them fail once.
+func (b bench) addOrdered(db string, keys, each int) (added, failing int) {
 	q, err := newQueue(b.ctx, b.addr, db, queue.Options{NoChangeFeed: true})
 	if err != nil {
 		log.Fatalf("ordered: %v", err)
 	}
 	var jobs []*job.Job
-	failing := 0
 	for place := range each {
 		for k := range keys {
 			key := fmt.Sprintf("key-%d", k)
@@ -93,23 +119,20 @@ func (b bench) orderedRows(spec string) {
 		}
 	}
 	_ = q.Stop(context.Background())
-	children, err := startChildren(procs, "ordered", b.addr, db, concurrency, false)
-	if err != nil {
-		finish(children)
-		log.Fatalf("ordered: %v", err)
-	}
-	lines := merged(children)
-	start := time.Now()
-	goAll(children)
-	runs := map[string][]orderedRun{}
-	completed := map[string]int{}
+	return len(jobs), failing
+}
+
+// collectOrdered reads the workers' "run" lines until each of the n jobs completed:
+// the runs by key, and the completions by job ("KEY/PLACE").
+func collectOrdered(lines <-chan string, n int) (runs map[string][]orderedRun, completed map[string]int) {
+	runs, completed = map[string][]orderedRun{}, map[string]int{}
 	done := 0
 	deadline := time.After(10 * time.Minute)
-	for done < len(jobs) {
+	for done < n {
 		select {
 		case line, ok := <-lines:
 			if !ok {
-				log.Fatalf("ordered: the workers ended with %d of %d jobs completed", done, len(jobs))
+				log.Fatalf("ordered: the workers ended with %d of %d jobs completed", done, n)
 			}
 			f := strings.Fields(line)
 			if len(f) != 7 || f[0] != "run" {
@@ -128,12 +151,15 @@ func (b bench) orderedRows(spec string) {
 				}
 			}
 		case <-deadline:
-			log.Fatalf("ordered: %d of %d jobs completed in 10 minutes", done, len(jobs))
+			log.Fatalf("ordered: %d of %d jobs completed in 10 minutes", done, n)
 		}
 	}
-	took := time.Since(start)
-	finish(children)
-	outOfOrder, overlaps, twice := 0, 0, 0
+	return runs, completed
+}
+
+// orderChecks counts, over each key's runs, the starts out of add order (a failed job's
+// retry comes before the next) and the runs that began before the previous one ended.
+func orderChecks(runs map[string][]orderedRun) (outOfOrder, overlaps int) {
 	for _, rs := range runs {
 		slices.SortFunc(rs, func(a, b orderedRun) int { return int(a.start - b.start) })
 		if len(rs) > 0 && rs[0].place != 0 {
@@ -154,12 +180,5 @@ func (b bench) orderedRows(spec string) {
 			}
 		}
 	}
-	for _, n := range completed {
-		if n > 1 {
-			twice++
-		}
-	}
-	fmt.Printf("| sequences: %d keys × %d jobs over %d worker processes at C=%d, %d jobs failing once: starts out of add order, runs of a key at once, jobs completed more than once | %d, %d, %d | | | | | | | | |\n",
-		keys, each, procs, concurrency, failing, outOfOrder, overlaps, twice)
-	fmt.Printf("| … that run's rate, jobs/s | %.0f | | | | | | | | |\n", float64(len(jobs))/took.Seconds())
+	return outOfOrder, overlaps
 }

@@ -19,8 +19,8 @@ import (
 // connections, as worker processes have) process them, on a table of each shard count of
 // -priority-shards. The handlers count their starts, in one process, so the order is
 // exact. A start is an inversion when a job of lower priority started more than the
-// bound (2 × Q × C, the jobs that can be in flight or claimed together) starts before it
-// (issue 35's measure).
+// bound (2 × Q × C, the jobs that can be in flight or claimed together) starts before it:
+// the measure of how well the queues keep priority order.
 
 // priorityOrder is the order jobs are added in.
 var priorityOrder = []job.Priority{job.Low, job.Normal, job.High, job.Highest}
@@ -90,9 +90,40 @@ func (b bench) priorityRun(queues, concurrency, n, shards, bound int, work time.
 			drop()
 		}
 	}()
-	adder, err := newQueue(b.ctx, b.addr, db, queue.Options{NoChangeFeed: true, Shards: shards})
+	if err := b.addPriorities(db, n, shards); err != nil {
+		return 0, 0, err
+	}
+	c := newPriorityCounter(n, work)
+	qs, err := b.priorityQueues(db, queues, concurrency, noFeed)
 	if err != nil {
 		return 0, 0, err
+	}
+	defer stopAll(qs)
+	start := time.Now()
+	for _, q := range qs {
+		if err := q.Process(c.handle); err != nil {
+			return 0, 0, err
+		}
+	}
+	select {
+	case <-c.done:
+	case <-time.After(10 * time.Minute):
+		return 0, 0, fmt.Errorf("%d of %d jobs completed in 10 minutes", c.completed.Load(), n)
+	}
+	took := time.Since(start)
+	if s := c.started.Load(); s != int64(n) {
+		keep = true
+		return 0, 0, fmt.Errorf("%d starts for %d jobs; run more than once: %v (database %s kept)", s, n, c.twice(), db)
+	}
+	return inversions(c.prios, bound), float64(n) / took.Seconds(), nil
+}
+
+// addPriorities adds to db, on a table of shards shards, n jobs of the four priorities
+// in turn (priorityOrder), in calls of 1,000.
+func (b bench) addPriorities(db string, n, shards int) error {
+	adder, err := newQueue(b.ctx, b.addr, db, queue.Options{NoChangeFeed: true, Shards: shards})
+	if err != nil {
+		return err
 	}
 	jobs := make([]*job.Job, n)
 	for i := range jobs {
@@ -100,70 +131,80 @@ func (b bench) priorityRun(queues, concurrency, n, shards, bound int, work time.
 	}
 	for i := 0; i < n; i += 1000 {
 		if _, err := adder.AddJob(b.ctx, jobs[i:min(i+1000, n)]...); err != nil {
-			return 0, 0, fmt.Errorf("add: %w", err)
+			return fmt.Errorf("add: %w", err)
 		}
 	}
 	_ = adder.Stop(context.Background())
+	return nil
+}
 
-	prios := make([]job.Priority, n)
-	var started, completed atomic.Int64
-	var runsMu sync.Mutex
-	runs := make(map[string]int, n)
-	done := make(chan struct{})
-	handler := func(ctx context.Context, j *job.Job) (any, error) {
-		if i := started.Add(1) - 1; i < int64(n) {
-			prios[i] = j.Priority
-		}
-		runsMu.Lock()
-		runs[j.ID]++
-		runsMu.Unlock()
-		if work > 0 {
-			select {
-			case <-time.After(work):
-			case <-ctx.Done():
-			}
-		}
-		if completed.Add(1) == int64(n) {
-			close(done)
-		}
-		return nil, nil
-	}
+// priorityQueues opens the priority run's queues on db, each of its own connections.
+func (b bench) priorityQueues(db string, queues, concurrency int, noFeed bool) ([]*queue.Queue, error) {
 	qs := make([]*queue.Queue, queues)
 	for i := range qs {
+		var err error
 		if qs[i], err = newQueue(b.ctx, b.addr, db, queue.Options{Concurrency: concurrency, NoChangeFeed: noFeed}); err != nil {
-			return 0, 0, err
+			return nil, err
 		}
 	}
-	defer func() {
-		var wg sync.WaitGroup
-		for _, q := range qs {
-			wg.Go(func() { _ = q.Stop(context.Background()) })
-		}
-		wg.Wait()
-	}()
-	start := time.Now()
+	return qs, nil
+}
+
+// stopAll stops the queues qs, all at once, and waits for them.
+func stopAll(qs []*queue.Queue) {
+	var wg sync.WaitGroup
 	for _, q := range qs {
-		if err := q.Process(handler); err != nil {
-			return 0, 0, err
+		wg.Go(func() { _ = q.Stop(context.Background()) })
+	}
+	wg.Wait()
+}
+
+// priorityCounter is the priority run's handler and what it counts: the priority of each
+// start in start order, and the runs of each job.
+type priorityCounter struct {
+	n                  int
+	work               time.Duration
+	prios              []job.Priority
+	started, completed atomic.Int64
+	runsMu             sync.Mutex
+	runs               map[string]int
+	done               chan struct{} // closed once n runs completed
+}
+
+// newPriorityCounter counts a run of n jobs whose handler takes work each.
+func newPriorityCounter(n int, work time.Duration) *priorityCounter {
+	return &priorityCounter{n: n, work: work, prios: make([]job.Priority, n), runs: make(map[string]int, n), done: make(chan struct{})}
+}
+
+// handle is the handler: it notes the start, takes c.work, and counts the completion.
+func (c *priorityCounter) handle(ctx context.Context, j *job.Job) (any, error) {
+	if i := c.started.Add(1) - 1; i < int64(c.n) {
+		c.prios[i] = j.Priority
+	}
+	c.runsMu.Lock()
+	c.runs[j.ID]++
+	c.runsMu.Unlock()
+	if c.work > 0 {
+		select {
+		case <-time.After(c.work):
+		case <-ctx.Done():
 		}
 	}
-	select {
-	case <-done:
-	case <-time.After(10 * time.Minute):
-		return 0, 0, fmt.Errorf("%d of %d jobs completed in 10 minutes", completed.Load(), n)
+	if c.completed.Add(1) == int64(c.n) {
+		close(c.done)
 	}
-	took := time.Since(start)
-	if s := started.Load(); s != int64(n) {
-		runsMu.Lock()
-		var twice []string
-		for id, k := range runs {
-			if k > 1 {
-				twice = append(twice, id)
-			}
+	return nil, nil
+}
+
+// twice lists the jobs that ran more than once.
+func (c *priorityCounter) twice() []string {
+	c.runsMu.Lock()
+	defer c.runsMu.Unlock()
+	var twice []string
+	for id, k := range c.runs {
+		if k > 1 {
+			twice = append(twice, id)
 		}
-		runsMu.Unlock()
-		keep = true
-		return 0, 0, fmt.Errorf("%d starts for %d jobs; run more than once: %v (database %s kept)", s, n, twice, db)
 	}
-	return inversions(prios, bound), float64(n) / took.Seconds(), nil
+	return twice
 }

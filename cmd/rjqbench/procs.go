@@ -94,3 +94,40 @@ func parseDone(line string) (pid, count int, ok bool) {
 	pid, err2 := strconv.Atoi(f[2])
 	return pid, count, err1 == nil && err2 == nil
 }
+
+// procsRows measures procs worker processes of concurrency c (-procs-concurrency) on one
+// queue over n jobs (and, with -floor, procs floor loops of batch c), against one process
+// at concurrency c × procs (one, when measured): the library's against the library's, the
+// floor's against the floor's.
+func (b bench) procsRows(procs, n int, one levelResult) {
+	c := procsConcurrency
+	res := b.best(func() (result, error) { return measureProcs(b.ctx, b.addr, "process", procs, c, n, b.cpu) })
+	floorCells := " | |"
+	var floor result
+	if b.floor {
+		floor = b.best(func() (result, error) { return measureProcs(b.ctx, b.addr, "floor", procs, c, n, b.cpu) })
+		floorCells = fmt.Sprintf(" | %.0f | %.2f×", floor.jobsPerSec, res.jobsPerSec/floor.jobsPerSec)
+	}
+	feed := ""
+	switch {
+	case procsLocal:
+		feed = ", changefeed of LocalEventsOnly"
+	case procsListen:
+		feed = ", whole changefeed (a listener of completed events)"
+	case procsFeed:
+		feed = ", changefeed on, no listener"
+	}
+	if procsFinished > 0 {
+		feed += fmt.Sprintf(", beside %d finished", procsFinished)
+	}
+	fmt.Printf("| %d processes × concurrency %d (N=%d%s), jobs/s | %.0f | %.2f%s | | | %s | %s | |\n", procs, c, n, feed, res.jobsPerSec, res.queriesPerJob, floorCells, perJob(res.cpu, res.jobs), perJob(floor.cpu, floor.jobs))
+	if b.floor && procsWindow {
+		bounded := b.best(func() (result, error) { return measureProcs(b.ctx, b.addr, "floor-window", procs, c, n, b.cpu) })
+		fmt.Printf("| … beside %d floor processes whose part reads are bounded as a worker's | | | %.0f | %.2f× | | | | %s | |\n",
+			procs, bounded.jobsPerSec, res.jobsPerSec/bounded.jobsPerSec, perJob(bounded.cpu, bounded.jobs))
+	}
+	if one.lib.jobsPerSec > 0 {
+		fmt.Printf("| … against one process at concurrency %d (floor: batch %d) | %s | | %s | | | | | | |\n",
+			c*procs, c*procs, ratio(res.jobsPerSec, one.lib.jobsPerSec), ratio(floor.jobsPerSec, one.floor.jobsPerSec))
+	}
+}

@@ -281,8 +281,8 @@ func processBatch(ctx context.Context, q *queue.Queue, events <-chan queue.Event
 }
 
 // fillFinished inserts n finished jobs in the Node format into db's default queue table,
-// through a session of its own that is closed afterwards (the driver keeps the buffers
-// of big batches for the life of a session).
+// through a connection of its own that is closed afterwards (the driver keeps the
+// buffers of big batches for the life of an r.Session).
 func fillFinished(ctx context.Context, addr, db string, from, n int) error {
 	if from >= n {
 		return nil

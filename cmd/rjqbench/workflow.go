@@ -34,62 +34,11 @@ func (b bench) workflowRows() {
 	// The hop and the fan-out are measured in turns with what they are compared to, once
 	// per round: a ratio is taken within a round, so that this machine's swings (its disk
 	// makes every query twice as slow at times) move both sides of it.
-	var lat, hops []time.Duration
-	var hopRatios, addRatios, feedRatios, floorRatios []float64
-	var rels, adds, feedAdds, floors []float64
-	var quiets, quietRatios []float64
+	var w workflowFigures
 	for range max(b.rounds, 1) {
-		l, err := measureLatency(b.ctx, b.addr, 200)
-		if err != nil {
-			log.Fatalf("latency: %v", err)
-		}
-		h, err := measureChain(b.ctx, b.addr, 200)
-		if err != nil {
-			log.Fatalf("chain: %v", err)
-		}
-		lat, hops = append(lat, l...), append(hops, h...)
-		hopRatios = append(hopRatios, float64(pct(h, 50))/float64(pct(l, 50)))
-		add, err := measureAdd(b.ctx, b.addr, 10000, b.cpu)
-		if err != nil {
-			log.Fatalf("AddJob: %v", err)
-		}
-		feedAdd, err := measureAddOn(b.ctx, b.addr, 10000, b.cpu, true)
-		if err != nil {
-			log.Fatalf("AddJob with a changefeed: %v", err)
-		}
-		rel, err := measureFanOut(b.ctx, b.addr, 10000, true)
-		if err != nil {
-			log.Fatalf("fan-out: %v", err)
-		}
-		quiet, err := measureFanOut(b.ctx, b.addr, 10000, false)
-		if err != nil {
-			log.Fatalf("fan-out without a changefeed: %v", err)
-		}
-		quietRatios = append(quietRatios, quiet/add.jobsPerSec)
-		quiets = append(quiets, quiet)
-		floor, err := fanOutFloor(b.ctx, b.addr, 10000)
-		if err != nil {
-			log.Fatalf("fan-out floor: %v", err)
-		}
-		rels, adds, feedAdds, floors = append(rels, rel), append(adds, add.jobsPerSec), append(feedAdds, feedAdd.jobsPerSec), append(floors, floor)
-		addRatios, feedRatios, floorRatios = append(addRatios, rel/add.jobsPerSec), append(feedRatios, rel/feedAdd.jobsPerSec), append(floorRatios, rel/floor)
+		b.workflowRound(&w)
 	}
-	for _, p := range []float64{50, 99} {
-		fmt.Printf("| workflow: chain of 200 at C=1, hop (parent completed → child started) p%.0f | %s | | add → start on an idle queue p%.0f: %s | %s | | | | | |\n",
-			p, ms(pct(hops, p)), p, ms(pct(lat, p)), ratio(float64(pct(hops, p)), float64(pct(lat, p))))
-	}
-	fmt.Printf("| workflow: hop p50 ÷ add → start p50, each round | %s | | | median %s | | | | | |\n", ratios(hopRatios), ratio(median(hopRatios), 1))
-	// Each comparison of the fan-out: its medians, then each round's ratio.
-	compare := func(what string, lib, other, rounds []float64, each string) {
-		fmt.Printf("| workflow: %s | %.0f | | %.0f | %s | | | | | |\n", what, median(lib), median(other), ratio(median(rounds), 1))
-		if each != "" {
-			fmt.Printf("| workflow: %s, each round | %s | | | median %s | | | | | |\n", each, ratios(rounds), ratio(median(rounds), 1))
-		}
-	}
-	compare("1 parent, 10,000 children released, jobs/s (median of rounds), beside AddJob of 10,000", rels, adds, addRatios, "released ÷ AddJob")
-	compare("the same, beside AddJob of 10,000 on a queue that follows its changefeed, as the fan-out's does, jobs/s", rels, feedAdds, feedRatios, "released ÷ AddJob with a changefeed")
-	compare("the fan-out on a queue without a changefeed, beside AddJob without one, jobs/s", quiets, adds, quietRatios, "released without a changefeed ÷ AddJob without one")
-	compare("the same, beside plain status updates of the 10,000 children, jobs/s", rels, floors, floorRatios, "")
+	w.print()
 	var fanIn []time.Duration
 	for range 10 {
 		d, err := measureFanIn(b.ctx, b.addr, 1000)
@@ -105,6 +54,76 @@ func (b bench) workflowRows() {
 		log.Fatalf("tree: %v", err)
 	}
 	fmt.Printf("| workflow: 5-level tree of 1,000 jobs and a diamond over 4 worker processes at C=10: jobs started before a parent completed, jobs not run exactly once | %d, %d | | | | | | | | |\n", early, runs)
+}
+
+// workflowFigures are the chain's and the fan-out's figures of every round of
+// workflowRows, and each round's ratios.
+type workflowFigures struct {
+	lat, hops                                     []time.Duration
+	hopRatios, addRatios, feedRatios, floorRatios []float64
+	rels, adds, feedAdds, floors                  []float64
+	quiets, quietRatios                           []float64
+}
+
+// workflowRound measures, once each, the chain beside add → start, and the fan-out
+// (with and without a changefeed) beside AddJob (with and without one) and beside plain
+// status updates, and adds the figures to w.
+func (b bench) workflowRound(w *workflowFigures) {
+	l, err := measureLatency(b.ctx, b.addr, 200)
+	if err != nil {
+		log.Fatalf("latency: %v", err)
+	}
+	h, err := measureChain(b.ctx, b.addr, 200)
+	if err != nil {
+		log.Fatalf("chain: %v", err)
+	}
+	w.lat, w.hops = append(w.lat, l...), append(w.hops, h...)
+	w.hopRatios = append(w.hopRatios, float64(pct(h, 50))/float64(pct(l, 50)))
+	add, err := measureAdd(b.ctx, b.addr, 10000, b.cpu)
+	if err != nil {
+		log.Fatalf("AddJob: %v", err)
+	}
+	feedAdd, err := measureAddOn(b.ctx, b.addr, 10000, b.cpu, true)
+	if err != nil {
+		log.Fatalf("AddJob with a changefeed: %v", err)
+	}
+	rel, err := measureFanOut(b.ctx, b.addr, 10000, true)
+	if err != nil {
+		log.Fatalf("fan-out: %v", err)
+	}
+	quiet, err := measureFanOut(b.ctx, b.addr, 10000, false)
+	if err != nil {
+		log.Fatalf("fan-out without a changefeed: %v", err)
+	}
+	w.quietRatios = append(w.quietRatios, quiet/add.jobsPerSec)
+	w.quiets = append(w.quiets, quiet)
+	floor, err := fanOutFloor(b.ctx, b.addr, 10000)
+	if err != nil {
+		log.Fatalf("fan-out floor: %v", err)
+	}
+	w.rels, w.adds, w.feedAdds, w.floors = append(w.rels, rel), append(w.adds, add.jobsPerSec), append(w.feedAdds, feedAdd.jobsPerSec), append(w.floors, floor)
+	w.addRatios, w.feedRatios, w.floorRatios = append(w.addRatios, rel/add.jobsPerSec), append(w.feedRatios, rel/feedAdd.jobsPerSec), append(w.floorRatios, rel/floor)
+}
+
+// print prints the chain's rows and the fan-out's: medians over the rounds, and each
+// round's ratios.
+func (w *workflowFigures) print() {
+	for _, p := range []float64{50, 99} {
+		fmt.Printf("| workflow: chain of 200 at C=1, hop (parent completed → child started) p%.0f | %s | | add → start on an idle queue p%.0f: %s | %s | | | | | |\n",
+			p, ms(pct(w.hops, p)), p, ms(pct(w.lat, p)), ratio(float64(pct(w.hops, p)), float64(pct(w.lat, p))))
+	}
+	fmt.Printf("| workflow: hop p50 ÷ add → start p50, each round | %s | | | median %s | | | | | |\n", ratios(w.hopRatios), ratio(median(w.hopRatios), 1))
+	// Each comparison of the fan-out: its medians, then each round's ratio.
+	compare := func(what string, lib, other, rounds []float64, each string) {
+		fmt.Printf("| workflow: %s | %.0f | | %.0f | %s | | | | | |\n", what, median(lib), median(other), ratio(median(rounds), 1))
+		if each != "" {
+			fmt.Printf("| workflow: %s, each round | %s | | | median %s | | | | | |\n", each, ratios(rounds), ratio(median(rounds), 1))
+		}
+	}
+	compare("1 parent, 10,000 children released, jobs/s (median of rounds), beside AddJob of 10,000", w.rels, w.adds, w.addRatios, "released ÷ AddJob")
+	compare("the same, beside AddJob of 10,000 on a queue that follows its changefeed, as the fan-out's does, jobs/s", w.rels, w.feedAdds, w.feedRatios, "released ÷ AddJob with a changefeed")
+	compare("the fan-out on a queue without a changefeed, beside AddJob without one, jobs/s", w.quiets, w.adds, w.quietRatios, "released without a changefeed ÷ AddJob without one")
+	compare("the same, beside plain status updates of the 10,000 children, jobs/s", w.rels, w.floors, w.floorRatios, "")
 }
 
 // median is the median of xs (the mean of the middle two for an even count).
@@ -407,26 +426,7 @@ func measureTree(ctx context.Context, addr string, n, levels, procs int) (early,
 		return 0, 0, err
 	}
 	defer q.Stop(context.Background())
-	var jobs []*job.Job
-	var byLevel [][]*job.Job
-	per := n / levels
-	for l := range levels {
-		var level []*job.Job
-		for i := range per {
-			j := q.CreateJob(fmt.Sprintf("%d/%d", l, i))
-			if l > 0 {
-				above := byLevel[l-1]
-				j.SetDependsOn(above[i%len(above)].ID, above[(i*7+3)%len(above)].ID)
-			}
-			level = append(level, j)
-		}
-		byLevel = append(byLevel, level)
-		jobs = append(jobs, level...)
-	}
-	// And a diamond: A → B, A → C, B + C → D.
-	a := q.CreateJob("A")
-	b, c := q.CreateJob("B").SetDependsOn(a.ID), q.CreateJob("C").SetDependsOn(a.ID)
-	jobs = append(jobs, a, b, c, q.CreateJob("D").SetDependsOn(b.ID, c.ID))
+	jobs := treeJobs(q, n, levels)
 	ids := make([]string, len(jobs))
 	for i, j := range jobs {
 		ids[i] = j.ID
@@ -451,25 +451,7 @@ func measureTree(ctx context.Context, addr string, n, levels, procs int) (early,
 	if err != nil {
 		return 0, 0, err
 	}
-	// Every start the workers reported (a handler starts before its outcome is written,
-	// so all are in once every job completed), and a moment for the lines in flight.
-	started := make(map[string]time.Time, len(jobs))
-	runs := make(map[string]int, len(jobs))
-	quiet := time.After(500 * time.Millisecond)
-read:
-	for {
-		select {
-		case line := <-lines:
-			var id string
-			var at int64
-			if _, err := fmt.Sscanf(line, "start %s %d", &id, &at); err == nil {
-				runs[id]++
-				started[id] = time.Unix(0, at)
-			}
-		case <-quiet:
-			break read
-		}
-	}
+	started, runs := readStarts(lines, len(jobs))
 	for _, j := range jobs {
 		if runs[j.ID] != 1 || docs[j.ID].ProcessCount != 1 {
 			notOnce++
@@ -482,4 +464,53 @@ read:
 		}
 	}
 	return early, notOnce, nil
+}
+
+// treeJobs creates the jobs of measureTree: n jobs over levels levels, each job below
+// the first a child of two of the level above, and a diamond (A → B, A → C, B + C → D),
+// in that order.
+func treeJobs(q *queue.Queue, n, levels int) []*job.Job {
+	var jobs []*job.Job
+	var byLevel [][]*job.Job
+	per := n / levels
+	for l := range levels {
+		var level []*job.Job
+		for i := range per {
+			j := q.CreateJob(fmt.Sprintf("%d/%d", l, i))
+			if l > 0 {
+				above := byLevel[l-1]
+				j.SetDependsOn(above[i%len(above)].ID, above[(i*7+3)%len(above)].ID)
+			}
+			level = append(level, j)
+		}
+		byLevel = append(byLevel, level)
+		jobs = append(jobs, level...)
+	}
+	// And a diamond: A → B, A → C, B + C → D.
+	a := q.CreateJob("A")
+	b, c := q.CreateJob("B").SetDependsOn(a.ID), q.CreateJob("C").SetDependsOn(a.ID)
+	return append(jobs, a, b, c, q.CreateJob("D").SetDependsOn(b.ID, c.ID))
+}
+
+// readStarts reads, for 500 ms, the starts the workers report ("start ID UNIXNANO"):
+// each job's start, by id, and how many times it started. It is called once every job
+// completed: a handler starts before its outcome is written, so all are in but the lines
+// still in flight, which the 500 ms leave time for. size is the jobs expected.
+func readStarts(lines <-chan string, size int) (started map[string]time.Time, runs map[string]int) {
+	started = make(map[string]time.Time, size)
+	runs = make(map[string]int, size)
+	quiet := time.After(500 * time.Millisecond)
+	for {
+		select {
+		case line := <-lines:
+			var id string
+			var at int64
+			if _, err := fmt.Sscanf(line, "start %s %d", &id, &at); err == nil {
+				runs[id]++
+				started[id] = time.Unix(0, at)
+			}
+		case <-quiet:
+			return started, runs
+		}
+	}
 }

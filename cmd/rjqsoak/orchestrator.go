@@ -56,6 +56,9 @@ func (o *orchestrator) logf(format string, args ...any) {
 	fmt.Printf("%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
 
+// run runs the soak: it starts the server (with -server) and the proxy, makes the
+// queue's table, starts the workers and the producer, makes faults for the soak's
+// duration, then stops the producer, drains, checks and reports.
 func (o *orchestrator) run(ctx context.Context) error {
 	o.faults = map[string]int{}
 	o.procs = map[*child]bool{}
@@ -100,6 +103,20 @@ func (o *orchestrator) run(ctx context.Context) error {
 	}
 	started := time.Now()
 	o.faultLoop(ctx, started.Add(o.duration))
+	o.stopProducer(producer)
+
+	o.logf("soak: draining")
+	res, err := o.check(ctx, observer, started)
+	if err != nil {
+		return err
+	}
+	o.stopWorkers()
+	return o.report(res, started)
+}
+
+// stopProducer tells the producer to stop (SIGTERM) and waits for it: an error, or no
+// end within 3 minutes (it is then killed), is a crash.
+func (o *orchestrator) stopProducer(producer *child) {
 	o.logf("soak: stopping the producer")
 	producer.cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -112,13 +129,11 @@ func (o *orchestrator) run(ctx context.Context) error {
 		producer.cmd.Process.Kill()
 		<-producer.exited
 	}
+}
 
-	o.logf("soak: draining")
-	res, err := o.check(ctx, observer, started)
-	if err != nil {
-		return err
-	}
-	o.stopWorkers()
+// report completes res with the soak's crashes, faults and time since started, prints
+// it and writes it to result.txt, and fails when it found defects.
+func (o *orchestrator) report(res result, started time.Time) error {
 	res.crashes = len(o.crashes)
 	res.faults = o.faults
 	res.took = time.Since(started)

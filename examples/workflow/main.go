@@ -39,6 +39,8 @@ type step struct {
 	Part int    `json:"part"`
 }
 
+// run processes the workflow of parts render jobs on the queue "reports" and prints
+// what the join made of them.
 func run(ctx context.Context, cxn *queue.ConnectOptions, out io.Writer, parts int) (err error) {
 	q, err := queue.New(ctx, cxn, &queue.Options{Name: "reports", Concurrency: parts})
 	if err != nil {
@@ -46,7 +48,23 @@ func run(ctx context.Context, cxn *queue.ConnectOptions, out io.Writer, parts in
 	}
 	defer func() { err = errors.Join(err, q.Stop(ctx)) }()
 
-	err = q.Process(func(ctx context.Context, j *job.Job) (any, error) {
+	if err := q.Process(handler(parts)); err != nil {
+		return err
+	}
+
+	// The whole workflow in one AddJob: parents and children in any order.
+	jobs, join := workflow(q, parts)
+	events := q.Events(ctx, queue.EventReleased, queue.EventCompleted)
+	if _, err := q.AddJob(ctx, jobs...); err != nil {
+		return err
+	}
+	return report(ctx, q, events, join, out)
+}
+
+// handler runs each step: split says how many parts, render renders its part from the
+// split's result, join joins the results of every render.
+func handler(parts int) queue.Handler {
+	return func(ctx context.Context, j *job.Job) (any, error) {
 		var s step
 		if err := j.DataAs(&s); err != nil {
 			return nil, err
@@ -72,27 +90,27 @@ func run(ctx context.Context, cxn *queue.ConnectOptions, out io.Writer, parts in
 			return strings.Join(all, "; "), nil
 		}
 		return nil, fmt.Errorf("unknown step %q", s.Do)
-	})
-	if err != nil {
-		return err
 	}
+}
 
-	// The whole workflow in one AddJob: parents and children in any order.
+// workflow creates the jobs of the workflow: a split, a render of each part that
+// depends on it, and a join that depends on every render, which it returns too.
+func workflow(q *queue.Queue, parts int) (jobs []*job.Job, join *job.Job) {
 	split := q.CreateJob(step{Do: "split"})
-	jobs := []*job.Job{split}
+	jobs = []*job.Job{split}
 	var renders []string
 	for i := 1; i <= parts; i++ {
 		r := q.CreateJob(step{Do: "render", Part: i}).SetDependsOn(split.ID)
 		jobs = append(jobs, r)
 		renders = append(renders, r.ID)
 	}
-	join := q.CreateJob(step{Do: "join"}).SetDependsOn(renders...)
-	jobs = append(jobs, join)
+	join = q.CreateJob(step{Do: "join"}).SetDependsOn(renders...)
+	return append(jobs, join), join
+}
 
-	events := q.Events(ctx, queue.EventReleased, queue.EventCompleted)
-	if _, err := q.AddJob(ctx, jobs...); err != nil {
-		return err
-	}
+// report counts the jobs released until join completes, then prints that count and
+// join's result to out.
+func report(ctx context.Context, q *queue.Queue, events <-chan queue.Event, join *job.Job, out io.Writer) error {
 	released := 0
 	for {
 		select {
@@ -105,11 +123,11 @@ func run(ctx context.Context, cxn *queue.ConnectOptions, out io.Writer, parts in
 				if err != nil {
 					return err
 				}
-				var report string
-				if err := done[0].Result(&report); err != nil {
+				var joined string
+				if err := done[0].Result(&joined); err != nil {
 					return err
 				}
-				fmt.Fprintf(out, "%d jobs released as their parents completed\njoined: %s\n", released, report)
+				fmt.Fprintf(out, "%d jobs released as their parents completed\njoined: %s\n", released, joined)
 				return nil
 			}
 		case <-ctx.Done():

@@ -56,71 +56,26 @@ func mismatch(path string, stored any, t reflect.Type) error {
 	return fail(path, "cannot decode %s into %s", what, t)
 }
 
+// decode decodes stored into v, at path in the whole value.
 func decode(stored any, v reflect.Value, path string) error {
 	t := v.Type()
-	if stored == nil {
-		switch {
-		case v.Kind() == reflect.Pointer, t == timeType:
-			v.SetZero()
-			return nil
-		case reflect.PointerTo(t).Implements(unmarshalerType):
-			// encoding/json gives null to an Unmarshaler (a json.RawMessage keeps it).
-		case v.Kind() == reflect.Interface, v.Kind() == reflect.Map, v.Kind() == reflect.Slice:
-			v.SetZero()
-			return nil
-		default:
-			return nil // encoding/json leaves other values as they are on null
-		}
+	if stored == nil && nullDecoded(v) {
+		return nil
 	}
 	if t == timeType {
 		return decodeTime(stored, v, path)
 	}
-	if v.Kind() == reflect.Pointer {
+	switch v.Kind() {
+	case reflect.Pointer:
 		if v.IsNil() {
 			v.Set(reflect.New(t.Elem()))
 		}
 		return decode(stored, v.Elem(), path)
+	case reflect.Interface:
+		return decodeInterface(stored, v, path)
 	}
-	if v.Kind() == reflect.Interface {
-		if v.NumMethod() != 0 {
-			if !v.IsNil() && v.Elem().Kind() == reflect.Pointer {
-				return decode(stored, v.Elem(), path)
-			}
-			return fail(path, "cannot decode into the interface %s", t)
-		}
-		if stored == nil {
-			v.SetZero()
-		} else {
-			v.Set(reflect.ValueOf(clone(stored)))
-		}
-		return nil
-	}
-	if pt := reflect.PointerTo(t); pt.Implements(rqlUnmarshalType) {
-		if err := v.Addr().Interface().(rqlUnmarshaler).UnmarshalRQL(stored); err != nil {
-			return fail(path, "UnmarshalRQL of %s: %v", t, err)
-		}
-		return nil
-	}
-	if pt := reflect.PointerTo(t); pt.Implements(unmarshalerType) {
-		b, err := toJSON(stored)
-		if err != nil {
-			return fail(path, "%v", err)
-		}
-		if err := v.Addr().Interface().(json.Unmarshaler).UnmarshalJSON(b); err != nil {
-			return fail(path, "UnmarshalJSON of %s: %v", t, err)
-		}
-		return nil
-	}
-	if pt := reflect.PointerTo(t); pt.Implements(textUnmarshalType) {
-		if s, ok := stored.(string); ok {
-			if err := v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
-				return fail(path, "UnmarshalText of %s: %v", t, err)
-			}
-			return nil
-		}
-		if v.Kind() != reflect.Slice && v.Kind() != reflect.Map && v.Kind() != reflect.Struct {
-			return mismatch(path, stored, t)
-		}
+	if done, err := decodeSelf(stored, v, path); done {
+		return err
 	}
 	switch v.Kind() {
 	case reflect.Struct:
@@ -128,41 +83,124 @@ func decode(stored any, v reflect.Value, path string) error {
 	case reflect.Map:
 		return decodeMap(stored, v, path)
 	case reflect.Slice:
-		if t.Elem().Kind() == reflect.Uint8 {
-			if b, ok := binary(stored); ok {
-				v.SetBytes(b)
-				return nil
-			}
-		}
-		list, ok := stored.([]any)
-		if !ok {
-			return mismatch(path, stored, t)
-		}
-		s := reflect.MakeSlice(t, len(list), len(list))
-		for i, e := range list {
-			if err := decode(e, s.Index(i), path+"["+strconv.Itoa(i)+"]"); err != nil {
-				return err
-			}
-		}
-		v.Set(s)
-		return nil
+		return decodeSlice(stored, v, path)
 	case reflect.Array:
-		list, ok := stored.([]any)
-		if !ok {
-			return mismatch(path, stored, t)
-		}
-		for i := range v.Len() {
-			if i < len(list) {
-				if err := decode(list[i], v.Index(i), path+"["+strconv.Itoa(i)+"]"); err != nil {
-					return err
-				}
-			} else {
-				v.Index(i).SetZero()
-			}
-		}
-		return nil
+		return decodeArray(stored, v, path)
 	}
 	return decodeScalar(stored, v, path)
+}
+
+// nullDecoded gives v a stored null as encoding/json does: a pointer, a time, an
+// interface, a map or a slice becomes its zero value, any other value is left as it is.
+// It reports false, having done nothing, for a json.Unmarshaler, which is given the null.
+func nullDecoded(v reflect.Value) bool {
+	t := v.Type()
+	switch {
+	case v.Kind() == reflect.Pointer, t == timeType:
+		v.SetZero()
+	case reflect.PointerTo(t).Implements(unmarshalerType):
+		return false // a json.RawMessage keeps the null
+	case v.Kind() == reflect.Interface, v.Kind() == reflect.Map, v.Kind() == reflect.Slice:
+		v.SetZero()
+	}
+	return true
+}
+
+// decodeInterface decodes into an interface: an empty one gets a copy of the stored
+// tree; one with methods only decodes into the pointer it already holds.
+func decodeInterface(stored any, v reflect.Value, path string) error {
+	if v.NumMethod() != 0 {
+		if !v.IsNil() && v.Elem().Kind() == reflect.Pointer {
+			return decode(stored, v.Elem(), path)
+		}
+		return fail(path, "cannot decode into the interface %s", v.Type())
+	}
+	if stored == nil {
+		v.SetZero()
+	} else {
+		v.Set(reflect.ValueOf(clone(stored)))
+	}
+	return nil
+}
+
+// decodeSelf decodes into a value whose pointer type decodes itself: UnmarshalRQL,
+// UnmarshalJSON or, from a string, UnmarshalText, in that order. It reports done false
+// when v decodes by its kind instead (a text unmarshaler that is a slice, a map or a
+// struct, given no string).
+func decodeSelf(stored any, v reflect.Value, path string) (done bool, err error) {
+	t := v.Type()
+	pt := reflect.PointerTo(t)
+	if pt.Implements(rqlUnmarshalType) {
+		if err := v.Addr().Interface().(rqlUnmarshaler).UnmarshalRQL(stored); err != nil {
+			return true, fail(path, "UnmarshalRQL of %s: %v", t, err)
+		}
+		return true, nil
+	}
+	if pt.Implements(unmarshalerType) {
+		b, err := toJSON(stored)
+		if err != nil {
+			return true, fail(path, "%v", err)
+		}
+		if err := v.Addr().Interface().(json.Unmarshaler).UnmarshalJSON(b); err != nil {
+			return true, fail(path, "UnmarshalJSON of %s: %v", t, err)
+		}
+		return true, nil
+	}
+	if pt.Implements(textUnmarshalType) {
+		if s, ok := stored.(string); ok {
+			if err := v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
+				return true, fail(path, "UnmarshalText of %s: %v", t, err)
+			}
+			return true, nil
+		}
+		if v.Kind() != reflect.Slice && v.Kind() != reflect.Map && v.Kind() != reflect.Struct {
+			return true, mismatch(path, stored, t)
+		}
+	}
+	return false, nil
+}
+
+// decodeSlice decodes a stored binary into a byte slice, else a stored array into a
+// new slice.
+func decodeSlice(stored any, v reflect.Value, path string) error {
+	t := v.Type()
+	if t.Elem().Kind() == reflect.Uint8 {
+		if b, ok := binary(stored); ok {
+			v.SetBytes(b)
+			return nil
+		}
+	}
+	list, ok := stored.([]any)
+	if !ok {
+		return mismatch(path, stored, t)
+	}
+	s := reflect.MakeSlice(t, len(list), len(list))
+	for i, e := range list {
+		if err := decode(e, s.Index(i), path+"["+strconv.Itoa(i)+"]"); err != nil {
+			return err
+		}
+	}
+	v.Set(s)
+	return nil
+}
+
+// decodeArray decodes a stored array into an array: elements beyond the stored ones
+// are zeroed, stored ones beyond the array's length dropped.
+func decodeArray(stored any, v reflect.Value, path string) error {
+	list, ok := stored.([]any)
+	if !ok {
+		return mismatch(path, stored, v.Type())
+	}
+	for i := range v.Len() {
+		if i < len(list) {
+			if err := decode(list[i], v.Index(i), path+"["+strconv.Itoa(i)+"]"); err != nil {
+				return err
+			}
+		} else {
+			v.Index(i).SetZero()
+		}
+	}
+	return nil
 }
 
 func decodeTime(stored any, v reflect.Value, path string) error {

@@ -69,6 +69,7 @@ func fail(path, format string, args ...any) error {
 	return &Error{Path: path, Reason: fmt.Sprintf(format, args...)}
 }
 
+// encode returns v as it is stored, at path in the whole value, depth levels down.
 func (e *encoder) encode(v reflect.Value, path string, depth int) (any, error) {
 	if !v.IsValid() {
 		return nil, nil
@@ -89,24 +90,8 @@ func (e *encoder) encode(v reflect.Value, path string, depth int) (any, error) {
 	if t.Kind() == reflect.Pointer && t.Elem() == timeType {
 		return encodeTime(v.Elem().Interface().(time.Time), path)
 	}
-	if t.Implements(rqlType) && !(t.Kind() == reflect.Interface && v.IsNil()) {
-		out, err := v.Interface().(rqlMarshaler).MarshalRQL()
-		if err != nil {
-			return nil, fail(path, "MarshalRQL of %s: %v", t, err)
-		}
-		return e.encode(reflect.ValueOf(out), path, depth+1)
-	}
-	if t.Implements(marshalerType) && !(t.Kind() == reflect.Interface && v.IsNil()) {
-		return e.marshalJSON(v, path)
-	}
-	if v.Kind() != reflect.Pointer && v.CanAddr() && reflect.PointerTo(t).Implements(marshalerType) {
-		return e.marshalJSON(v.Addr(), path)
-	}
-	if t.Implements(textType) && t.Kind() != reflect.Interface {
-		return marshalText(v, path)
-	}
-	if v.Kind() != reflect.Pointer && v.CanAddr() && reflect.PointerTo(t).Implements(textType) {
-		return marshalText(v.Addr(), path)
+	if out, done, err := e.selfEncoded(v, path, depth); done {
+		return out, err
 	}
 	switch v.Kind() {
 	case reflect.Interface:
@@ -115,27 +100,9 @@ func (e *encoder) encode(v reflect.Value, path string, depth int) (any, error) {
 		}
 		return e.encode(v.Elem(), path, depth+1)
 	case reflect.Pointer:
-		if e.seen[v.Pointer()] {
-			return nil, fail(path, "a pointer cycle")
-		}
-		e.seen[v.Pointer()] = true
-		defer delete(e.seen, v.Pointer())
-		return e.encode(v.Elem(), path, depth+1)
+		return e.pointer(v, path, depth)
 	case reflect.Slice:
-		if v.IsNil() {
-			return nil, nil
-		}
-		if t.Elem().Kind() == reflect.Uint8 && !reflect.PointerTo(t.Elem()).Implements(marshalerType) && !reflect.PointerTo(t.Elem()).Implements(textType) {
-			return slices.Clone(v.Bytes()), nil // binary
-		}
-		if v.Len() > 0 {
-			if e.seen[v.Pointer()] {
-				return nil, fail(path, "a slice that contains itself")
-			}
-			e.seen[v.Pointer()] = true
-			defer delete(e.seen, v.Pointer())
-		}
-		return e.list(v, path, depth)
+		return e.slice(v, path, depth)
 	case reflect.Array:
 		return e.list(v, path, depth)
 	case reflect.Map:
@@ -144,6 +111,69 @@ func (e *encoder) encode(v reflect.Value, path string, depth int) (any, error) {
 		return e.structure(v, path, depth)
 	}
 	return scalar(v, path)
+}
+
+// selfEncoded encodes a value whose type encodes itself (MarshalRQL, MarshalJSON or
+// MarshalText, on the value or, when addressable, on its pointer), in that order; done
+// is false for any other value.
+func (e *encoder) selfEncoded(v reflect.Value, path string, depth int) (out any, done bool, err error) {
+	t := v.Type()
+	if t.Implements(rqlType) && !(t.Kind() == reflect.Interface && v.IsNil()) {
+		marshaled, err := v.Interface().(rqlMarshaler).MarshalRQL()
+		if err != nil {
+			return nil, true, fail(path, "MarshalRQL of %s: %v", t, err)
+		}
+		out, err := e.encode(reflect.ValueOf(marshaled), path, depth+1)
+		return out, true, err
+	}
+	if t.Implements(marshalerType) && !(t.Kind() == reflect.Interface && v.IsNil()) {
+		out, err := e.marshalJSON(v, path)
+		return out, true, err
+	}
+	if v.Kind() != reflect.Pointer && v.CanAddr() && reflect.PointerTo(t).Implements(marshalerType) {
+		out, err := e.marshalJSON(v.Addr(), path)
+		return out, true, err
+	}
+	if t.Implements(textType) && t.Kind() != reflect.Interface {
+		out, err := marshalText(v, path)
+		return out, true, err
+	}
+	if v.Kind() != reflect.Pointer && v.CanAddr() && reflect.PointerTo(t).Implements(textType) {
+		out, err := marshalText(v.Addr(), path)
+		return out, true, err
+	}
+	return nil, false, nil
+}
+
+// pointer encodes what a non-nil pointer points to, refusing a pointer met again on the
+// way down (a cycle).
+func (e *encoder) pointer(v reflect.Value, path string, depth int) (any, error) {
+	if e.seen[v.Pointer()] {
+		return nil, fail(path, "a pointer cycle")
+	}
+	e.seen[v.Pointer()] = true
+	defer delete(e.seen, v.Pointer())
+	return e.encode(v.Elem(), path, depth+1)
+}
+
+// slice encodes a slice: nil as null, bytes as a binary (unless the byte type marshals
+// itself), else as a list, refusing a slice that contains itself.
+func (e *encoder) slice(v reflect.Value, path string, depth int) (any, error) {
+	if v.IsNil() {
+		return nil, nil
+	}
+	t := v.Type()
+	if t.Elem().Kind() == reflect.Uint8 && !reflect.PointerTo(t.Elem()).Implements(marshalerType) && !reflect.PointerTo(t.Elem()).Implements(textType) {
+		return slices.Clone(v.Bytes()), nil // binary
+	}
+	if v.Len() > 0 {
+		if e.seen[v.Pointer()] {
+			return nil, fail(path, "a slice that contains itself")
+		}
+		e.seen[v.Pointer()] = true
+		defer delete(e.seen, v.Pointer())
+	}
+	return e.list(v, path, depth)
 }
 
 func encodeTime(tm time.Time, path string) (any, error) {

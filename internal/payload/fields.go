@@ -44,6 +44,8 @@ func tagOf(sf reflect.StructField) (string, bool) {
 	return "", false
 }
 
+// typeFields collects the stored fields of struct type t, breadth first through its
+// untagged embedded structs (one depth a pass), and keeps the dominant one of each name.
 func typeFields(t reflect.Type) []field {
 	type queued struct {
 		typ   reflect.Type
@@ -64,63 +66,86 @@ func typeFields(t reflect.Type) []field {
 			}
 			visited[q.typ] = true
 			for i := range q.typ.NumField() {
-				sf := q.typ.Field(i)
-				if sf.Anonymous {
-					ft := sf.Type
-					if ft.Kind() == reflect.Pointer {
-						ft = ft.Elem()
+				f, promoted, ok := storedField(q.typ.Field(i), append(slices.Clone(q.index), i))
+				switch {
+				case !ok:
+				case promoted != nil:
+					// An untagged embedded struct: its fields are promoted, one level deeper.
+					nextCount[promoted]++
+					if nextCount[promoted] == 1 {
+						next = append(next, queued{typ: promoted, index: f.index})
 					}
-					if !sf.IsExported() && ft.Kind() != reflect.Struct {
-						continue
-					}
-				} else if !sf.IsExported() {
-					continue
-				}
-				tag, _ := tagOf(sf)
-				if tag == "-" {
-					continue
-				}
-				name, opts, _ := strings.Cut(tag, ",")
-				if !validName(name) {
-					name = ""
-				}
-				index := append(slices.Clone(q.index), i)
-				ft := sf.Type
-				if ft.Name() == "" && ft.Kind() == reflect.Pointer {
-					ft = ft.Elem()
-				}
-				if name != "" || !sf.Anonymous || ft.Kind() != reflect.Struct {
-					f := field{
-						name: name, goName: sf.Name, index: index, typ: sf.Type, tagged: name != "",
-						omitEmpty: hasOpt(opts, "omitempty"), omitZero: hasOpt(opts, "omitzero"),
-					}
-					if f.name == "" {
-						f.name = sf.Name
-					}
-					if hasOpt(opts, "string") {
-						switch ft.Kind() {
-						case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-							reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
-							reflect.Float32, reflect.Float64, reflect.String:
-							f.quoted = true
-						}
-					}
+				default:
 					fields = append(fields, f)
 					if count[q.typ] > 1 {
 						// The embedding type was met twice at this depth: its fields annihilate;
 						// one copy is enough for the dominance pass to drop them.
-						fields = append(fields, fields[len(fields)-1])
+						fields = append(fields, f)
 					}
-					continue
-				}
-				// An untagged embedded struct: its fields are promoted, one level deeper.
-				nextCount[ft]++
-				if nextCount[ft] == 1 {
-					next = append(next, queued{typ: ft, index: index})
 				}
 			}
 		}
 	}
+	return dominantFields(fields)
+}
+
+// storedField reads struct field sf, at index (the path of field indexes from the outer
+// struct): ok is false when it is not stored (unexported, or tagged "-"); promoted is the
+// struct type of an untagged embedded struct, whose fields are stored in its place (f
+// then holds only its index); else f is the field.
+func storedField(sf reflect.StructField, index []int) (f field, promoted reflect.Type, ok bool) {
+	if sf.Anonymous {
+		ft := sf.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if !sf.IsExported() && ft.Kind() != reflect.Struct {
+			return field{}, nil, false
+		}
+	} else if !sf.IsExported() {
+		return field{}, nil, false
+	}
+	tag, _ := tagOf(sf)
+	if tag == "-" {
+		return field{}, nil, false
+	}
+	name, opts, _ := strings.Cut(tag, ",")
+	if !validName(name) {
+		name = ""
+	}
+	ft := sf.Type
+	if ft.Name() == "" && ft.Kind() == reflect.Pointer {
+		ft = ft.Elem()
+	}
+	if name == "" && sf.Anonymous && ft.Kind() == reflect.Struct {
+		return field{index: index}, ft, true
+	}
+	f = field{
+		name: name, goName: sf.Name, index: index, typ: sf.Type, tagged: name != "",
+		omitEmpty: hasOpt(opts, "omitempty"), omitZero: hasOpt(opts, "omitzero"),
+		quoted: hasOpt(opts, "string") && quotable(ft.Kind()),
+	}
+	if f.name == "" {
+		f.name = sf.Name
+	}
+	return f, nil, true
+}
+
+// quotable reports whether the ,string option applies to a field of kind k: a bool, a
+// number or a string.
+func quotable(k reflect.Kind) bool {
+	switch k {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.String:
+		return true
+	}
+	return false
+}
+
+// dominantFields keeps, of the fields of each name, the dominant one (see dominant), in
+// the order of their indexes.
+func dominantFields(fields []field) []field {
 	// Sort by name, then depth, then tagged first, then index order, to pick dominant fields.
 	slices.SortStableFunc(fields, func(a, b field) int {
 		if c := strings.Compare(a.name, b.name); c != 0 {
@@ -152,8 +177,8 @@ func typeFields(t reflect.Type) []field {
 	return out
 }
 
-// dominant picks the field that wins among fields of one name, sorted as typeFields sorts
-// them; none wins when two at the shallowest depth are alike tagged or untagged.
+// dominant picks the field that wins among fields of one name, sorted as dominantFields
+// sorts them; none wins when two at the shallowest depth are alike tagged or untagged.
 func dominant(fs []field) (field, bool) {
 	if len(fs) > 1 && len(fs[0].index) == len(fs[1].index) && fs[0].tagged == fs[1].tagged {
 		return field{}, false
