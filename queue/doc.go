@@ -12,11 +12,15 @@
 //	j := q.CreateJob(Welcome{To: "ann@example.com"}).SetName("welcome").SetPriority(job.High)
 //	_, err = q.AddJob(ctx, j)
 //
-// Payloads are stored by their json names (see "Payloads" in package job). A worker routes
-// jobs by name with a Mux:
+// Payloads are stored by their json names (see "Payloads" in package job). A Kind binds a
+// job name to its payload's type, for the code that adds jobs and the worker alike, and a
+// worker routes jobs by name with a Mux:
+//
+//	var welcome = queue.NewKind[Welcome]("welcome")
+//	_, err = q.AddJob(ctx, welcome.Job(q, Welcome{To: "ann@example.com"}))
 //
 //	mux := queue.NewMux()
-//	mux.Handle("welcome", queue.HandlerFor(sendWelcome)) // func(ctx, *job.Job, Welcome) (any, error)
+//	welcome.Handle(mux, sendWelcome) // func(ctx, *job.Job, Welcome) (any, error)
 //	err = q.Process(mux.Handler())
 //
 // ParseURL reads connection settings from one URL (rethinkdb://user:pass@host:port/db).
@@ -156,7 +160,7 @@
 //
 // The claim never lets a delayed job of high priority hold back due jobs (the original's
 // issue #83); the original read the first jobs of the index and dropped those not due.
-// Claims read an index of this library's own, rjqIndexClaim, beside the original's five;
+// Claims read an index of this library's own, rjqIndexClaimDesc, beside the original's five;
 // the Node.js library ignores it. A failed job waits RetryDelay × its
 // new retry count, as the original documents (its code retried the first failure at
 // once). A job completed by another queue is raised as completed, not progress. An outcome
@@ -167,11 +171,15 @@
 //
 // # Beyond the original
 //
-// Unique jobs (job.SetUniqueKey), Wait and job.Result, heartbeats and Workers, backoff
-// (job.SetBackoff, Options.RetryBackoff), OnTerminated, cron schedules (Schedule), rate
-// limits, time windows and running caps per job name (SetLimit), groups with running
-// limits (job.SetGroup, SetGroupLimit) and metrics (Options.Metrics). Each keeps the
-// table readable by the Node.js library: new data lives in extra fields or side tables
-// ("<queue>_workers", "<queue>_schedules", "<queue>_limits", "<queue>_slots"); the README
-// says what a Node.js worker does when it meets each.
+// Typed kinds (Kind), unique jobs and debounce (job.SetUniqueKey, SetUniqueFor,
+// SetDebounce), start deadlines (job.SetDeadline), Wait and job.Result, heartbeats and
+// Workers, the hand-back of the jobs a Stop cuts off, backoff (job.SetBackoff,
+// Options.RetryBackoff), OnTerminated, cron schedules (Schedule), rate limits, time
+// windows and running caps per job name (SetLimit), groups with running and rate limits
+// that take turns (job.SetGroup, SetGroupLimit, SetGroupRate, Groups), sequences
+// (job.SetSequence, Sequences), workflows (job.SetDependsOn, job.ParentResult, Children)
+// and metrics (Options.Metrics). Each keeps the table readable by the Node.js library:
+// new data lives in extra fields or side tables ("<queue>_workers", "<queue>_schedules",
+// "<queue>_limits", "<queue>_slots", "<queue>_stats"); docs/nodejs.md says what a Node.js
+// worker does when it meets each, and the guides in docs/ show each at work.
 package queue
