@@ -71,11 +71,19 @@ func TestAGroupRateHoldsAcrossWorkerProcesses(t *testing.T) {
 	for range 4 {
 		workers = append(workers, helperProcess(t, "TestHelperRateWorkerProcess", "RJQ_HELPER_RATE_DB", f.db, f.srv.Addr).Process)
 	}
-	// Kill the first worker once it runs a job: its runs' starts stay counted, and its
+	// Kill the first worker seen running a job: its runs' starts stay counted, and its
 	// slots come back when their leases end.
-	require.Eventually(t, func() bool { return activeOf(t, f, jobs, workers[0].Pid) > 0 },
-		time.Minute, 20*time.Millisecond, "the first worker process runs a job")
-	require.NoError(t, workers[0].Kill())
+	var dead *os.Process
+	require.Eventually(t, func() bool {
+		for _, w := range workers {
+			if activeOf(t, f, jobs, w.Pid) > 0 {
+				dead = w
+				return true
+			}
+		}
+		return false
+	}, time.Minute, 20*time.Millisecond, "a worker process runs a job")
+	require.NoError(t, dead.Kill())
 	// A dead run's slot comes back when its lease ends, at least Heartbeat/2 + 1 s after
 	// its last renewal: its span ends then for the count of runs at once, not at the
 	// Master's failure entry.
@@ -92,7 +100,7 @@ func TestAGroupRateHoldsAcrossWorkerProcesses(t *testing.T) {
 	var starts []time.Time
 	var runs [][2]time.Time
 	for _, j := range jobs[:40] {
-		s, r := runsOf(f.get(t, j.ID), workers[0].Pid, deadEnd)
+		s, r := runsOf(f.get(t, j.ID), dead.Pid, deadEnd)
 		starts, runs = append(starts, s...), append(runs, r...)
 	}
 	most := mostInSpan(starts, per)
@@ -222,4 +230,48 @@ func TestGroupRateAndLimitAreSetApart(t *testing.T) {
 	limits, err = f.q.GroupLimits(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, limits)
+}
+
+// A rate and a running limit together: the jobs the running limit holds back start as
+// soon as a slot frees, while the rate has room, rather than when the rate's span ends. By
+// name (Limit{Starts, Per, Running}) and by group (SetGroupRate beside SetGroupLimit).
+func TestARunningLimitBesideARateStartsTheNextAtOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &queue.Options{Concurrency: 3})
+	ctx := testContext(t)
+	require.NoError(t, f.q.SetLimit(ctx, "capped", queue.Limit{Starts: 2, Per: time.Hour, Running: 1}))
+	require.NoError(t, f.q.SetGroupLimit(ctx, "g", 1))
+	require.NoError(t, f.q.SetGroupRate(ctx, "g", 2, time.Hour))
+	// Three of each: two start one after the other, the third waits for the rate.
+	var jobs []*job.Job
+	for i := range 3 {
+		jobs = append(jobs, f.q.CreateJob(i).SetName("capped"), f.q.CreateJob(i).SetGroup("g"))
+	}
+	events := f.q.Events(ctx, queue.EventCompleted)
+	require.NoError(t, f.q.Process(func(context.Context, *job.Job) (any, error) {
+		<-time.After(20 * time.Millisecond)
+		return nil, nil
+	}))
+	start := time.Now()
+	_, err := f.q.AddJob(ctx, jobs...)
+	require.NoError(t, err)
+	completed := map[string]int{}
+	deadline := time.After(5 * time.Second)
+	for completed["capped"] < 2 || completed["g"] < 2 {
+		select {
+		case e := <-events:
+			for _, j := range jobs {
+				if j.ID == e.JobID && j.Group() == "g" {
+					completed["g"]++
+				} else if j.ID == e.JobID {
+					completed[j.Name]++
+				}
+			}
+		case <-deadline:
+			t.Fatalf("completed %v in 5 s: the second job of a name or group with both limits waited for the rate's span, not for the running slot", completed)
+		}
+	}
+	t.Logf("two of each, one at a time, in %v", time.Since(start).Round(time.Millisecond))
+	assert.Equal(t, job.Waiting, f.get(t, jobs[4].ID).Status, "the third of the name waits for the rate")
+	assert.Equal(t, job.Waiting, f.get(t, jobs[5].ID).Status, "the third of the group waits for the rate")
 }

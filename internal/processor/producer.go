@@ -196,8 +196,11 @@ func (p *producer) round() time.Duration {
 	proposed := len(found)
 	found = p.expire(ctx, found)
 	expired := len(found) < proposed // their slots go to the jobs behind them
-	kept, tokens := p.admit(ctx, found, now)
-	kept, slots := p.takeSlots(ctx, kept, now)
+	// Running slots before rate tokens: a job that gets no slot takes no token, which
+	// would hold its name back until the next token while the bucket has room.
+	capped, slots := p.takeSlots(ctx, found, now)
+	kept, tokens := p.admit(ctx, capped, now)
+	p.dropSlots(ctx, capped, kept, slots)
 	if t, ok := p.lim.soonest(now); ok && (heldUntil.IsZero() || t.Before(heldUntil)) {
 		heldUntil = t
 	}

@@ -39,16 +39,16 @@ func (l *limiter) slotNeeds(j *job.Job) []slotNeed {
 	if n := l.limits[j.Name].Running; n > 0 {
 		needs = append(needs, slotNeed{key: rdb.NameSlot(j.Name), limit: n})
 	}
-	if g := j.Group(); g != "" {
-		if n := ofGroup(l.groups, g); n > 0 {
-			needs = append(needs, slotNeed{key: rdb.GroupSlot(g), limit: n})
-		}
-		if rate := ofGroup(l.rates, g); rate.Starts > 0 {
-			needs = append(needs, slotNeed{key: rdb.GroupRateSlot(g), limit: rate.Starts, expire: rate.Per + rateSlack})
-		}
+	g := j.Group()
+	if n := ofGroup(l.groups, g); g != "" && n > 0 {
+		needs = append(needs, slotNeed{key: rdb.GroupSlot(g), limit: n})
 	}
 	if s := j.Sequence(); s != "" {
 		needs = append(needs, slotNeed{key: rdb.SequenceSlot(s), limit: 1})
+	}
+	// A rate's start last: it is taken only for a run that holds every running slot.
+	if rate := ofGroup(l.rates, g); g != "" && rate.Starts > 0 {
+		needs = append(needs, slotNeed{key: rdb.GroupRateSlot(g), limit: rate.Starts, expire: rate.Per + rateSlack})
 	}
 	return needs
 }
@@ -217,8 +217,49 @@ func (p *producer) takeSlots(ctx context.Context, jobs []*job.Job, now time.Time
 	if len(list) == 0 {
 		return jobs, nil
 	}
-	got := p.takeWithStale(ctx, list, now)
+	// Running slots first, then the starts of rates for the runs that hold theirs: a run
+	// refused a running slot takes no start, which would hold its group back for the
+	// rate's span while the rate has room.
+	rates, running := rdb.SplitRates(list)
+	got := p.takeWithStale(ctx, running, now)
+	if rates = p.ratesFor(rates, jobs, need, got); len(rates) > 0 {
+		more, err := p.p.cfg.Store.TakeSlots(ctx, rates)
+		if err != nil {
+			p.p.cfg.Log.Warn("taking the starts of group rates failed; the jobs that need them wait", "err", err)
+		}
+		for key, held := range more {
+			got[key] = held
+		}
+	}
 	return p.keepHolders(ctx, jobs, need, got, list, now)
+}
+
+// ratesFor is the takes of rates with only the runs of jobs that hold every other slot
+// they need (got), in order; a take left with no run is dropped.
+func (p *producer) ratesFor(rates []rdb.SlotTake, jobs []*job.Job, need map[string][]string, got rdb.Slots) []rdb.SlotTake {
+	if len(rates) == 0 {
+		return nil
+	}
+	holding := make(map[rdb.Holder]bool)
+	for _, j := range jobs {
+		pc, ok := j.ProcessCount+1, true
+		for _, key := range need[j.ID] {
+			ok = ok && (rdb.IsRateSlot(key) || got.Holds(key, p.p.holderFor(key, j.ID, pc)))
+		}
+		for _, key := range need[j.ID] {
+			if ok && rdb.IsRateSlot(key) {
+				holding[p.p.holderFor(key, j.ID, pc)] = true
+			}
+		}
+	}
+	var out []rdb.SlotTake
+	for _, t := range rates {
+		t.Want = slices.DeleteFunc(slices.Clone(t.Want), func(h rdb.Holder) bool { return !holding[h] })
+		if len(t.Want) > 0 {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // slotTakes are the takes of the slots jobs need, a key each in the order first met, and
@@ -307,11 +348,16 @@ func (p *producer) keepHolders(ctx context.Context, jobs []*job.Job, need map[st
 			kept = append(kept, j)
 			continue
 		}
+		// The first key without room holds its jobs back; the keys after it were not asked
+		// for this run (a rate's start, see takeSlots), or are not the reason it waits.
 		var have []string
+		missing := false
 		for _, key := range keys {
-			if got.Holds(key, p.p.holderFor(key, j.ID, j.ProcessCount+1)) {
+			switch {
+			case got.Holds(key, p.p.holderFor(key, j.ID, j.ProcessCount+1)):
 				have = append(have, key)
-			} else {
+			case !missing:
+				missing = true
 				l.fullUntil[key] = fullUntil(got[key], expire[key], now)
 			}
 		}
@@ -387,6 +433,29 @@ func (p *producer) settleSlots(ctx context.Context, jobs []*job.Job, slots map[s
 		}
 	}
 	pr.slotMu.Unlock()
+	p.releaseSlots(ctx, giveBack)
+}
+
+// dropSlots gives back the slots of the jobs of capped (slots: their keys by id) that a
+// claim leaves out: those not in kept.
+func (p *producer) dropSlots(ctx context.Context, capped, kept []*job.Job, slots map[string][]string) {
+	if len(slots) == 0 || len(kept) == len(capped) {
+		return
+	}
+	in := make(map[string]bool, len(kept))
+	for _, j := range kept {
+		in[j.ID] = true
+	}
+	giveBack := make(map[string][]rdb.Holder)
+	for _, j := range capped {
+		if in[j.ID] {
+			continue
+		}
+		for _, key := range slots[j.ID] {
+			giveBack[key] = append(giveBack[key], p.p.holderFor(key, j.ID, j.ProcessCount+1))
+		}
+		delete(slots, j.ID)
+	}
 	p.releaseSlots(ctx, giveBack)
 }
 

@@ -18,8 +18,8 @@ import (
 // of the slots table has for its id.
 func rateDoc(key string) string { return key }
 
-// splitRates parts takes into the rates' and the others'.
-func splitRates(takes []SlotTake) (rates, others []SlotTake) {
+// SplitRates parts takes into the rates' and the others'.
+func SplitRates(takes []SlotTake) (rates, others []SlotTake) {
 	for _, t := range takes {
 		if IsRateSlot(t.Key) {
 			rates = append(rates, t)

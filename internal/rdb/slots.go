@@ -95,7 +95,7 @@ const slotsDoc = "slots"
 // document, and returns the holders of every key after it: a run holds a slot when
 // Slots.Holds says so. A run that holds its slot already keeps it.
 func (t *Table) TakeSlots(ctx context.Context, takes []SlotTake) (Slots, error) {
-	rates, takes := splitRates(takes)
+	rates, takes := SplitRates(takes)
 	out := Slots{}
 	if len(rates) > 0 {
 		var err error
