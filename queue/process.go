@@ -25,9 +25,12 @@ import (
 // job.ErrCancelled: cancelled, removed, or failed by a review, here or in another process;
 // learned from the changefeed, so with the feed off only for changes made by this queue),
 // when its timeout passes (cause job.ErrTimeout; the job has been failed by then) and when
-// Stop gives up waiting (cause ErrStopped); context.Cause(ctx) tells which. Once that happens,
-// the handler's return value is ignored. A handler that panics fails its job with the
-// panic as the error (a *PanicError); the queue keeps running.
+// Stop gives up waiting (cause ErrStopped); context.Cause(ctx) tells which. Once a cancel
+// or the timeout has happened, the handler's return value is ignored. After Stop's, it
+// decides what Stop writes: a result or job.Cancel is written as usual, and an error (the
+// context's, say) or a pass-back hands the job back, waiting at once with no retry spent
+// (see Queue.Stop). A handler that panics fails its job with the panic as the error (a
+// *PanicError); the queue keeps running.
 type Handler func(ctx context.Context, j *job.Job) (result any, err error)
 
 // Errors of Process.
