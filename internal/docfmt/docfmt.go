@@ -102,3 +102,7 @@ const (
 	// their parents, so that the worker that completes it finds them without a query.
 	Children = "rjqChildren"
 )
+
+// Trigger is the field of a job made by a trigger (queue.Trigger): {name, doc, at}, the
+// trigger, the id of the document and the index value of the version it was made for.
+const Trigger = "rjqTrigger"

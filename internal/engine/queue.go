@@ -98,6 +98,8 @@ type Queue struct {
 	turnsAgain         atomic.Int64
 	deadlineIndexSeen  atomic.Bool
 	deadlineIndexCheck atomic.Int64
+	// triggers are the triggers this process declared (triggers.go).
+	triggers triggerSet
 }
 
 // stopTimeout bounds the driver's STOP of a query whose context ended (see connectOpts).

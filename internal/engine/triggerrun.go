@@ -1,0 +1,326 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/changefeed"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
+	"github.com/rjqgo/rethinkdb-job-queue/job"
+)
+
+// A trigger runs in one process at a time: a Queue Master that declared it and holds its
+// lease (rdb.TakeTriggerLease), renewed with every record of its progress, at least every
+// triggerLease/3. Another process that declared it takes it over once the lease ends.
+//
+// A runner opens the watched table's changefeed first, then catches up: it reads the
+// versions past its cursor (less the re-scan window) in the index's order, triggerBatch a
+// read, adds their jobs and moves the cursor past them, pausing as long as each batch
+// took, so that a long catch-up takes half the server's time at most. Then it adds the
+// jobs of the changes the feed brings (those that came meanwhile included). A job's id is
+// derived from the trigger, the document and its version (triggerJobID), so a version
+// seen twice (by the catch-up and the feed, or by two runners in a failover) adds one
+// job. When the feed ends (a server restart, a cut, or more changes than it keeps while
+// catching up), the runner catches up again from its cursor, which only moves past
+// versions whose jobs have landed.
+
+// triggerLease is how long a runner's lease lasts from its last renewal: another process
+// takes the trigger over within it once the runner's process dies.
+var triggerLease = 6 * time.Second
+
+const (
+	// triggerBatch is how many versions a catch-up read takes, and a write of the feed's
+	// changes adds, at most.
+	triggerBatch = 200
+	// triggerFeedBuffer is how many changes the feed keeps while the runner catches up;
+	// beyond it the feed is closed, and the runner catches up again after.
+	triggerFeedBuffer = 10000
+	// triggerRecord is how often a working runner records its progress.
+	triggerRecord = time.Second
+)
+
+// runTrigger runs t while this process holds its lease, and tries to take it every
+// triggerLease/3 while another does, until ctx ends or the trigger is removed.
+func (q *Queue) runTrigger(ctx context.Context, t Trigger) {
+	if q.Ready(ctx) != nil {
+		return
+	}
+	host, _ := os.Hostname()
+	me := rdb.TriggerRunner{Queue: q.id, Host: host, PID: os.Getpid()}
+	var lastErr string
+	for ctx.Err() == nil {
+		s, held, ok, err := q.db.TakeTriggerLease(ctx, t.Name, me, triggerLease)
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
+			if err.Error() != lastErr {
+				lastErr = err.Error()
+				q.log.Warn("taking a trigger's lease failed; trying again", "trigger", t.Name, "err", err)
+			}
+		case !ok:
+			q.log.Info("trigger removed: this process stops running it", "trigger", t.Name)
+			return
+		case held:
+			lastErr = ""
+			q.log.Info("trigger runner starts", "trigger", t.Name, "table", t.DB+"."+t.Table, "cursor", cursorText(s.Cursor))
+			run := &triggerRun{q: q, t: t, me: me.Queue, cursor: s.Cursor}
+			err := run.loop(ctx)
+			q.handOver(t.Name, me.Queue, err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(triggerLease / 3):
+		}
+	}
+}
+
+// handOver ends this process's run of a trigger: it logs why and, unless another took
+// the lease, gives the lease up at once so that another process takes over now.
+func (q *Queue) handOver(name, me string, why error) {
+	if errors.Is(why, rdb.ErrLeaseLost) {
+		q.log.Warn("trigger handed over: another process holds its lease", "trigger", name)
+		return
+	}
+	release, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := q.db.ReleaseTriggerLease(release, name, me); err != nil {
+		q.log.Info("giving a trigger's lease up failed; another process takes over when it ends", "trigger", name, "err", err)
+	}
+	q.log.Info("trigger handed over", "trigger", name, "why", why)
+}
+
+// cursorText is a cursor as a log line shows it.
+func cursorText(c *rdb.TriggerCursor) string {
+	if c == nil {
+		return "(the start)"
+	}
+	return fmt.Sprintf("%v (id %v)", c.V, c.ID)
+}
+
+// triggerRun is one run of a trigger by the process holding its lease.
+type triggerRun struct {
+	q  *Queue
+	t  Trigger
+	me string
+	// cursor is where the versions done end (nil: none is).
+	cursor *rdb.TriggerCursor
+	// made, skipped and lastSkip are what the run did since its last record.
+	made, skipped int64
+	lastSkip      string
+	recorded      time.Time
+}
+
+// source is the watched table.
+func (tr *triggerRun) source() rdb.TriggerSource {
+	return rdb.TriggerSource{DB: tr.t.DB, Table: tr.t.Table, Index: tr.t.Index, Field: tr.t.Field}
+}
+
+// loop catches up and follows the feed until ctx ends, the lease is lost, or a query
+// fails (the caller takes the lease again and starts over).
+func (tr *triggerRun) loop(ctx context.Context) error {
+	for {
+		feed, err := tr.openFeed(ctx)
+		if err != nil {
+			return err
+		}
+		n, err := tr.catchUp(ctx)
+		if err == nil {
+			if n > 0 {
+				tr.q.log.Info("trigger caught up", "trigger", tr.t.Name, "versions", n, "cursor", cursorText(tr.cursor))
+			}
+			err = tr.follow(ctx, feed)
+		}
+		feed.stop()
+		if err != nil && !errors.Is(err, errFeedEnded) {
+			return err
+		}
+		tr.q.log.Info("a trigger's changefeed ended; catching up from its cursor", "trigger", tr.t.Name, "err", feed.err)
+	}
+}
+
+// errFeedEnded ends a follow whose feed ended: the run catches up again.
+var errFeedEnded = errors.New("the changefeed ended")
+
+// triggerFeed is the watched table's changefeed, read in a goroutine into ch.
+type triggerFeed struct {
+	ch     chan map[string]any
+	done   chan struct{}
+	cancel context.CancelFunc
+	err    error // why it ended, once done is closed
+}
+
+// openFeed opens the watched table's changefeed and returns once it is open.
+func (tr *triggerRun) openFeed(ctx context.Context) (*triggerFeed, error) {
+	fctx, cancel := context.WithCancel(ctx)
+	f := &triggerFeed{ch: make(chan map[string]any, triggerFeedBuffer), done: make(chan struct{}), cancel: cancel}
+	open := make(chan struct{})
+	go func() {
+		defer close(f.done)
+		f.err = changefeed.Follow(fctx, tr.q.session, tr.source().Term(), r.RunOpts{}, func() { close(open) }, func(c changefeed.Change) {
+			if c.New == nil {
+				return // a deletion: no version to make a job of
+			}
+			select {
+			case f.ch <- c.New:
+			default:
+				f.err = fmt.Errorf("more than %d changes came while the trigger caught up", triggerFeedBuffer)
+				cancel()
+			}
+		})
+	}()
+	select {
+	case <-open:
+		return f, nil
+	case <-f.done:
+		cancel()
+		return nil, fmt.Errorf("trigger %s: open the changefeed of %s.%s: %w", tr.t.Name, tr.t.DB, tr.t.Table, f.err)
+	}
+}
+
+// stop closes the feed and waits for its goroutine.
+func (f *triggerFeed) stop() {
+	f.cancel()
+	<-f.done
+}
+
+// catchUp adds the jobs of the versions past the cursor, less the re-scan window, batch
+// by batch in the index's order, until a read comes back short; it returns how many
+// versions it read.
+func (tr *triggerRun) catchUp(ctx context.Context) (int, error) {
+	var lo, after any
+	if tr.cursor != nil {
+		lo = tr.cursor.V
+		if at, ok := lo.(time.Time); ok {
+			lo = at.Add(-tr.t.Rescan) // writes whose times land late, up to the window
+		} else {
+			after = tr.cursor.ID
+		}
+	}
+	n := 0
+	for {
+		docs, err := tr.q.db.ReadVersions(ctx, tr.source(), lo, after, triggerBatch)
+		if err != nil {
+			return n, err
+		}
+		start := time.Now()
+		if err := tr.add(ctx, docs); err != nil {
+			return n, err
+		}
+		n += len(docs)
+		if len(docs) == 0 {
+			return n, tr.record(ctx, 0, true)
+		}
+		last := docs[len(docs)-1]
+		lo, after = last[tr.t.Field], last["id"]
+		tr.advance(lo, after)
+		full := len(docs) == triggerBatch
+		lag := time.Duration(0)
+		if full {
+			lag = lagOf(lo, time.Now())
+		}
+		if err := tr.record(ctx, lag, !full); err != nil || !full {
+			return n, err
+		}
+		select { // half the server's time at most, so the queue's own work goes on
+		case <-ctx.Done():
+			return n, ctx.Err()
+		case <-time.After(time.Since(start)):
+		}
+	}
+}
+
+// follow adds the jobs of the feed's changes, a batch of those waiting at a time, until
+// the feed ends, ctx ends or the lease is lost.
+func (tr *triggerRun) follow(ctx context.Context, feed *triggerFeed) error {
+	tick := time.NewTicker(triggerLease / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-feed.done:
+			return errFeedEnded
+		case <-tick.C:
+			if err := tr.record(ctx, 0, true); err != nil {
+				return err
+			}
+		case doc := <-feed.ch:
+			batch := []map[string]any{doc}
+			for len(batch) < triggerBatch && len(feed.ch) > 0 {
+				batch = append(batch, <-feed.ch)
+			}
+			if err := tr.add(ctx, batch); err != nil {
+				return err
+			}
+			lag := time.Duration(0)
+			for _, d := range batch {
+				tr.advance(d[tr.t.Field], d["id"])
+				lag = max(lag, lagOf(d[tr.t.Field], time.Now()))
+			}
+			if err := tr.record(ctx, lag, false); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// advance moves the cursor to (v, id) when that is past it in the index's order.
+func (tr *triggerRun) advance(v, id any) {
+	if v == nil {
+		return // not in the index
+	}
+	if tr.cursor == nil || cursorBefore(*tr.cursor, rdb.TriggerCursor{V: v, ID: id}) {
+		tr.cursor = &rdb.TriggerCursor{V: v, ID: id}
+	}
+}
+
+// record writes the run's progress when triggerRecord has passed since the last record, or
+// now: it renews the lease too.
+func (tr *triggerRun) record(ctx context.Context, lag time.Duration, now bool) error {
+	if !now && time.Since(tr.recorded) < triggerRecord {
+		return nil
+	}
+	p := rdb.TriggerProgress{Cursor: tr.cursor, Jobs: tr.made, Skipped: tr.skipped, LastSkip: tr.lastSkip, Lag: lag}
+	if err := tr.q.db.RecordTrigger(ctx, tr.t.Name, tr.me, triggerLease, p); err != nil {
+		return err
+	}
+	tr.made, tr.skipped, tr.lastSkip, tr.recorded = 0, 0, "", time.Now()
+	return nil
+}
+
+// skip records that the version of document id was skipped, and why.
+func (tr *triggerRun) skip(id any, why error) {
+	tr.skipped++
+	tr.lastSkip = fmt.Sprintf("document %v: %v", id, why)
+	tr.q.log.Warn("a trigger skipped a version", "trigger", tr.t.Name, "document", id, "why", why)
+}
+
+// absent keeps the jobs of jobs that are not in the table yet (a job with a unique key
+// is left to AddJob, whose rules it follows).
+func (tr *triggerRun) absent(ctx context.Context, jobs []*job.Job) ([]*job.Job, error) {
+	var ids []string
+	for _, j := range jobs {
+		if j.UniqueKey() == "" {
+			ids = append(ids, j.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return jobs, nil
+	}
+	there, err := tr.q.db.ExistingIDs(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	var out []*job.Job
+	for _, j := range jobs {
+		if j.UniqueKey() != "" || !there[j.ID] {
+			out = append(out, j)
+		}
+	}
+	return out, nil
+}
