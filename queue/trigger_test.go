@@ -276,3 +276,45 @@ func sortedStrings(s []string) []string {
 	}
 	return out
 }
+
+// TestHelperTriggerRunnerProcess is not a test: it is the process that
+// TestATriggerSurvivesItsRunnersDeath starts and SIGKILLs, a Queue Master that declares
+// the trigger of the orders table of RJQ_HELPER_TRIGGER_DB and runs it.
+func TestHelperTriggerRunnerProcess(t *testing.T) {
+	q := helperQueue(t, "RJQ_HELPER_TRIGGER_DB", "the trigger runner process", queue.Options{MasterInterval: time.Hour})
+	require.NoError(t, q.AddTrigger(context.Background(), queue.Trigger{Name: "orders", Table: "orders", Index: "updatedAt", Job: orderJob(q)}))
+	select {} // until killed
+}
+
+// A trigger's runner SIGKILLed while orders are written: another process that declared the
+// trigger takes it over when the dead one's lease ends, and every order gets one job, none
+// missed and none twice.
+func TestATriggerSurvivesItsRunnersDeath(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &queue.Options{MasterInterval: -1})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	o := newOrders(t, f)
+	cmd := helperProcess(t, "TestHelperTriggerRunnerProcess", "RJQ_HELPER_TRIGGER_DB", f.db, f.srv.Addr)
+	dead := waitRunner(t, f.q, "orders")
+	other := newQueue(t, f, &queue.Options{MasterInterval: time.Hour})
+	require.NoError(t, other.AddTrigger(ctx, queue.Trigger{Name: "orders", Table: "orders", Index: "updatedAt", Job: orderJob(other)}))
+
+	var want []string
+	for i := range 300 {
+		id := fmt.Sprint("o", i)
+		o.write(id, "placed")
+		want = append(want, id+":placed")
+		if i == 100 {
+			require.NoError(t, cmd.Process.Kill())
+		}
+	}
+	took := time.Now()
+	require.Eventually(t, func() bool {
+		stats, err := f.q.Triggers(ctx)
+		return err == nil && stats[0].Runner == other.ID()
+	}, 20*time.Second, 50*time.Millisecond, "the other process takes over from %s", dead)
+	t.Logf("taken over %v after the kill's writes", time.Since(took).Round(100*time.Millisecond))
+	waitJobs(t, f, want...)
+	assert.Len(t, triggerJobs(t, f), 300, "one job an order")
+}
