@@ -19,8 +19,8 @@ import (
 // its version). While a runner follows, every version it sees gets its job; versions
 // overwritten while nobody followed are coalesced into the newest (the catch-up reads
 // documents, not history). A document deleted while nobody follows gets no job: delete
-// softly (a field that says so, written like any change), or handle the deletion's job
-// when a runner sees it live.
+// softly (a field that says so, written like any change), or make the deletion's job with
+// Deleted, for the deletions a runner sees live.
 //
 // What it needs: Index, a secondary index of Table on Field (by default the index's own
 // name: r.table("orders").indexCreate("updatedAt")) whose value every write raises: the
@@ -59,6 +59,10 @@ type Trigger struct {
 	// (job.SetUniqueKey), whose rules then apply. A Job func that fails or panics, or a
 	// job AddJob refuses, skips the version: logged with the document's id and counted.
 	Job func(ctx context.Context, doc map[string]any) (*job.Job, error)
+	// Deleted, when set, makes the job of a deletion the runner sees on the changefeed,
+	// from the document's last version (nil, nil: none). A deletion made while no runner
+	// follows is not seen: the catch-up reads documents, and a deleted one is gone.
+	Deleted func(ctx context.Context, last map[string]any) (*job.Job, error)
 }
 
 // TriggerStat is what Triggers reports of one trigger.
@@ -97,7 +101,7 @@ var ErrNoTriggerSource = engine.ErrNoTriggerSource
 // lease (one runner across every process). It checks that the table and the index exist.
 func (q *Queue) AddTrigger(ctx context.Context, t Trigger) error {
 	return publicErr(q.e.AddTrigger(ctx, engine.Trigger{Name: t.Name, DB: t.DB, Table: t.Table, Index: t.Index,
-		Field: t.Field, Rescan: t.Rescan, Filter: t.Filter, Job: t.Job}))
+		Field: t.Field, Rescan: t.Rescan, Filter: t.Filter, Job: t.Job, Deleted: t.Deleted}))
 }
 
 // RemoveTrigger stops the trigger name here and removes it with its cursor: its runner in

@@ -84,13 +84,20 @@ func TestATriggerMakesAJobPerVersion(t *testing.T) {
 	f := newFixture(t, &queue.Options{MasterInterval: time.Hour})
 	ctx := testContext(t)
 	o := newOrders(t, f)
-	require.NoError(t, f.q.AddTrigger(ctx, queue.Trigger{Name: "orders", Table: "orders", Index: "updatedAt", Job: orderJob(f.q)}))
+	require.NoError(t, f.q.AddTrigger(ctx, queue.Trigger{Name: "orders", Table: "orders", Index: "updatedAt", Job: orderJob(f.q),
+		Deleted: func(ctx context.Context, last map[string]any) (*job.Job, error) {
+			last["status"] = "deleted after " + fmt.Sprint(last["status"])
+			return orderJob(f.q)(ctx, last)
+		}}))
 	waitRunner(t, f.q, "orders")
 	o.write("o1", "placed")
 	waitJobs(t, f, "o1:placed")
 	o.write("o1", "paid")
 	o.write("o2", "placed")
 	waitJobs(t, f, "o1:placed", "o1:paid", "o2:placed")
+	_, err := o.tb.Get("o2").Delete().RunWrite(f.raw)
+	require.NoError(t, err)
+	waitJobs(t, f, "o1:placed", "o1:paid", "o2:placed", "o2:deleted after placed")
 
 	stats, err := f.q.Triggers(ctx)
 	require.NoError(t, err)
@@ -104,7 +111,7 @@ func TestATriggerMakesAJobPerVersion(t *testing.T) {
 	assert.Less(t, s.Lag, 5*time.Second)
 	assert.Eventually(t, func() bool {
 		stats, err := f.q.Triggers(ctx)
-		return err == nil && stats[0].Jobs == 3 && stats[0].Cursor != nil
+		return err == nil && stats[0].Jobs == 4 && stats[0].Cursor != nil
 	}, 10*time.Second, 50*time.Millisecond, "the count and the cursor are recorded")
 }
 

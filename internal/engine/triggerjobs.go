@@ -17,10 +17,20 @@ import (
 // A version it cannot use is skipped (see jobOf); a write that fails is an error, and the
 // cursor does not move past its versions.
 func (tr *triggerRun) add(ctx context.Context, docs []map[string]any) error {
+	changes := make([]triggerChange, len(docs))
+	for i, doc := range docs {
+		changes[i] = triggerChange{doc: doc}
+	}
+	return tr.addChanges(ctx, changes)
+}
+
+// addChanges is add of versions and of the deletions the feed saw.
+func (tr *triggerRun) addChanges(ctx context.Context, changes []triggerChange) error {
 	var jobs []*job.Job
-	seen := make(map[string]bool, len(docs))
-	for _, doc := range docs {
-		j, err := tr.jobOf(ctx, doc)
+	seen := make(map[string]bool, len(changes))
+	for _, c := range changes {
+		doc := c.doc
+		j, err := tr.jobOf(ctx, c)
 		switch {
 		case err != nil:
 			tr.skip(doc["id"], err)
@@ -77,9 +87,10 @@ func triggerDoc(j *job.Job) any {
 // comes from; nil, nil when the filter or the Job func makes none. An error says why the
 // version is skipped: no version, a func that failed or panicked, a job AddJob would
 // refuse.
-func (tr *triggerRun) jobOf(ctx context.Context, doc map[string]any) (j *job.Job, err error) {
+func (tr *triggerRun) jobOf(ctx context.Context, c triggerChange) (j *job.Job, err error) {
+	doc := c.doc
 	v, err := versionOf(doc, tr.t.Field)
-	if err != nil {
+	if err != nil && !c.deleted {
 		return nil, err
 	}
 	defer func() {
@@ -87,24 +98,33 @@ func (tr *triggerRun) jobOf(ctx context.Context, doc map[string]any) (j *job.Job
 			j, err = nil, fmt.Errorf("the trigger's func panicked: %v", p)
 		}
 	}()
-	if tr.t.Filter != nil && !tr.t.Filter(maps.Clone(doc)) {
+	switch {
+	case c.deleted:
+		j, err = tr.t.Deleted(ctx, maps.Clone(doc))
+	case tr.t.Filter != nil && !tr.t.Filter(maps.Clone(doc)):
 		return nil, nil
+	default:
+		j, err = tr.t.Job(ctx, maps.Clone(doc))
 	}
-	j, err = tr.t.Job(ctx, maps.Clone(doc))
 	if err != nil || j == nil {
 		if err != nil {
-			err = fmt.Errorf("its Job func failed: %w", err)
+			err = fmt.Errorf("its func failed: %w", err)
 		}
 		return nil, err
 	}
+	mark := map[string]any{"name": tr.t.Name, "doc": doc["id"], "at": v}
 	if j.UniqueKey() == "" {
 		j.ID = triggerJobID(tr.t.Name, doc["id"], v)
+		if c.deleted {
+			j.ID = triggerJobID(tr.t.Name+"\x00deleted", doc["id"], v)
+			mark["deleted"] = true
+		}
 	}
 	j.Fields = maps.Clone(j.Fields)
 	if j.Fields == nil {
 		j.Fields = make(map[string]any)
 	}
-	j.Fields[docfmt.Trigger] = map[string]any{"name": tr.t.Name, "doc": doc["id"], "at": v}
+	j.Fields[docfmt.Trigger] = mark
 	if err := CheckNewJobs([]*job.Job{j}); err != nil {
 		return nil, fmt.Errorf("its job is refused: %w", err)
 	}

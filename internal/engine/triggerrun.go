@@ -143,12 +143,19 @@ func (tr *triggerRun) loop(ctx context.Context) error {
 	}
 }
 
+// triggerChange is a change the feed brought: a version (doc), or, with deleted, the last
+// version of a document deleted.
+type triggerChange struct {
+	doc     map[string]any
+	deleted bool
+}
+
 // errFeedEnded ends a follow whose feed ended: the run catches up again.
 var errFeedEnded = errors.New("the changefeed ended")
 
 // triggerFeed is the watched table's changefeed, read in a goroutine into ch.
 type triggerFeed struct {
-	ch     chan map[string]any
+	ch     chan triggerChange
 	done   chan struct{}
 	cancel context.CancelFunc
 	err    error // why it ended, once done is closed
@@ -157,16 +164,20 @@ type triggerFeed struct {
 // openFeed opens the watched table's changefeed and returns once it is open.
 func (tr *triggerRun) openFeed(ctx context.Context) (*triggerFeed, error) {
 	fctx, cancel := context.WithCancel(ctx)
-	f := &triggerFeed{ch: make(chan map[string]any, triggerFeedBuffer), done: make(chan struct{}), cancel: cancel}
+	f := &triggerFeed{ch: make(chan triggerChange, triggerFeedBuffer), done: make(chan struct{}), cancel: cancel}
 	open := make(chan struct{})
 	go func() {
 		defer close(f.done)
 		f.err = changefeed.Follow(fctx, tr.q.session, tr.source().Term(), r.RunOpts{}, func() { close(open) }, func(c changefeed.Change) {
+			ch := triggerChange{doc: c.New}
 			if c.New == nil {
-				return // a deletion: no version to make a job of
+				if c.Old == nil || tr.t.Deleted == nil {
+					return // a deletion: no version to make a job of
+				}
+				ch = triggerChange{doc: c.Old, deleted: true}
 			}
 			select {
-			case f.ch <- c.New:
+			case f.ch <- ch:
 			default:
 				f.err = fmt.Errorf("more than %d changes came while the trigger caught up", triggerFeedBuffer)
 				cancel()
@@ -249,18 +260,20 @@ func (tr *triggerRun) follow(ctx context.Context, feed *triggerFeed) error {
 			if err := tr.record(ctx, 0, true); err != nil {
 				return err
 			}
-		case doc := <-feed.ch:
-			batch := []map[string]any{doc}
+		case c := <-feed.ch:
+			batch := []triggerChange{c}
 			for len(batch) < triggerBatch && len(feed.ch) > 0 {
 				batch = append(batch, <-feed.ch)
 			}
-			if err := tr.add(ctx, batch); err != nil {
+			if err := tr.addChanges(ctx, batch); err != nil {
 				return err
 			}
 			lag := time.Duration(0)
-			for _, d := range batch {
-				tr.advance(d[tr.t.Field], d["id"])
-				lag = max(lag, lagOf(d[tr.t.Field], time.Now()))
+			for _, c := range batch {
+				if !c.deleted {
+					tr.advance(c.doc[tr.t.Field], c.doc["id"])
+					lag = max(lag, lagOf(c.doc[tr.t.Field], time.Now()))
+				}
 			}
 			if err := tr.record(ctx, lag, false); err != nil {
 				return err

@@ -22,6 +22,7 @@ type Trigger struct {
 	Rescan                        time.Duration
 	Filter                        func(doc map[string]any) bool
 	Job                           func(ctx context.Context, doc map[string]any) (*job.Job, error)
+	Deleted                       func(ctx context.Context, last map[string]any) (*job.Job, error)
 }
 
 // TriggerStat is queue.TriggerStat.
