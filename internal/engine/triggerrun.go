@@ -203,22 +203,18 @@ func (f *triggerFeed) stop() {
 // by batch in the index's order, until a read comes back short; it returns how many
 // versions it read.
 func (tr *triggerRun) catchUp(ctx context.Context) (int, error) {
-	var lo, after any
-	if tr.cursor != nil {
-		lo = tr.cursor.V
-		if at, ok := lo.(time.Time); ok {
-			lo = at.Add(-tr.t.Rescan) // writes whose times land late, up to the window
-		} else {
-			after = tr.cursor.ID
-		}
-	}
+	from, ties := tr.rescanFrom()
 	n := 0
 	for {
-		docs, err := tr.q.db.ReadVersions(ctx, tr.source(), lo, after, triggerBatch)
+		versions, err := tr.q.db.ReadVersions(ctx, tr.source(), from, ties, triggerBatch)
 		if err != nil {
 			return n, err
 		}
 		start := time.Now()
+		docs := make([]map[string]any, len(versions))
+		for i, v := range versions {
+			docs[i] = v.Doc
+		}
 		if err := tr.add(ctx, docs); err != nil {
 			return n, err
 		}
@@ -226,13 +222,13 @@ func (tr *triggerRun) catchUp(ctx context.Context) (int, error) {
 		if len(docs) == 0 {
 			return n, tr.record(ctx, 0, true)
 		}
-		last := docs[len(docs)-1]
-		lo, after = last[tr.t.Field], last["id"]
-		tr.advance(lo, after)
+		last := versions[len(versions)-1].Cursor(tr.t.Field)
+		from, ties = &last, true
+		tr.advance(last)
 		full := len(docs) == triggerBatch
 		lag := time.Duration(0)
 		if full {
-			lag = lagOf(lo, time.Now())
+			lag = lagOf(last.V, time.Now())
 		}
 		if err := tr.record(ctx, lag, !full); err != nil || !full {
 			return n, err
@@ -243,6 +239,25 @@ func (tr *triggerRun) catchUp(ctx context.Context) (int, error) {
 		case <-time.After(time.Since(start)):
 		}
 	}
+}
+
+// rescanFrom is where a catch-up starts: the cursor, less the re-scan window for an index
+// of times (writes whose times land late, up to the window; the documents of the values
+// in between are read again, and their jobs found added already).
+func (tr *triggerRun) rescanFrom() (*rdb.TriggerCursor, bool) {
+	c := tr.cursor
+	if c == nil {
+		return nil, false
+	}
+	at, isTime := c.V.(time.Time)
+	if !isTime {
+		return c, true
+	}
+	secs := float64(at.UnixNano())/1e9 - tr.t.Rescan.Seconds()
+	if c.T != nil {
+		secs = *c.T - tr.t.Rescan.Seconds()
+	}
+	return &rdb.TriggerCursor{V: at.Add(-tr.t.Rescan), T: &secs}, false
 }
 
 // follow adds the jobs of the feed's changes, a batch of those waiting at a time, until
@@ -270,9 +285,9 @@ func (tr *triggerRun) follow(ctx context.Context, feed *triggerFeed) error {
 			}
 			lag := time.Duration(0)
 			for _, c := range batch {
-				if !c.deleted {
-					tr.advance(c.doc[tr.t.Field], c.doc["id"])
-					lag = max(lag, lagOf(c.doc[tr.t.Field], time.Now()))
+				if v := c.doc[tr.t.Field]; !c.deleted && v != nil {
+					tr.advance(rdb.TriggerCursor{V: v, ID: c.doc["id"]})
+					lag = max(lag, lagOf(v, time.Now()))
 				}
 			}
 			if err := tr.record(ctx, lag, false); err != nil {
@@ -282,13 +297,10 @@ func (tr *triggerRun) follow(ctx context.Context, feed *triggerFeed) error {
 	}
 }
 
-// advance moves the cursor to (v, id) when that is past it in the index's order.
-func (tr *triggerRun) advance(v, id any) {
-	if v == nil {
-		return // not in the index
-	}
-	if tr.cursor == nil || cursorBefore(*tr.cursor, rdb.TriggerCursor{V: v, ID: id}) {
-		tr.cursor = &rdb.TriggerCursor{V: v, ID: id}
+// advance moves the cursor to c when that is past it in the index's order.
+func (tr *triggerRun) advance(c rdb.TriggerCursor) {
+	if tr.cursor == nil || cursorBefore(*tr.cursor, c) {
+		tr.cursor = &c
 	}
 }
 

@@ -242,18 +242,14 @@ func (q *Queue) Triggers(ctx context.Context) ([]TriggerStat, error) {
 // of numbers, whose values say nothing of time.
 func (q *Queue) triggerLag(ctx context.Context, s rdb.StoredTrigger, now time.Time) (time.Duration, error) {
 	src := rdb.TriggerSource{DB: s.DB, Table: s.Table, Index: s.Index, Field: s.Field}
-	var lo, after any
-	if s.Cursor != nil {
-		lo, after = s.Cursor.V, s.Cursor.ID
-	}
-	next, err := q.db.ReadVersions(ctx, src, lo, after, 1)
+	next, err := q.db.ReadVersions(ctx, src, s.Cursor, true, 1)
 	if err != nil {
 		return 0, fmt.Errorf("queue %s: trigger %s: %w", q.cfg.Name, errtext.Key(s.Name), err)
 	}
 	if len(next) == 0 {
 		return 0, nil
 	}
-	if v, _ := versionOf(next[0], s.Field); v != nil {
+	if v, _ := versionOf(next[0].Doc, s.Field); v != nil {
 		if _, isTime := v.(time.Time); isTime {
 			return lagOf(v, now), nil
 		}

@@ -25,10 +25,34 @@ import (
 const TriggersSuffix = "_triggers"
 
 // TriggerCursor is a place in a trigger's index: the index value V (a time or a number)
-// and, among the documents of that value, the id of the last one done.
+// and, among the documents of that value, the id of the last one done. T, when set, is a
+// time's epoch seconds exactly as the server holds them (a time.Time round trip through
+// this driver need not give back the same instant, and a bound off by a bit would pass
+// over the documents of the value).
 type TriggerCursor struct {
-	V  any `rethinkdb:"v"`
-	ID any `rethinkdb:"id"`
+	V  any      `rethinkdb:"v"`
+	T  *float64 `rethinkdb:"t,omitempty"`
+	ID any      `rethinkdb:"id"`
+}
+
+// Bound is the cursor's value in a query: the exact time when T says it.
+func (c TriggerCursor) Bound() any {
+	if c.T != nil {
+		return r.EpochTime(*c.T)
+	}
+	return c.V
+}
+
+// Version is a document of a watched table, with its index value's exact epoch seconds
+// when it is a time.
+type Version struct {
+	Doc map[string]any `rethinkdb:"doc"`
+	T   *float64       `rethinkdb:"t"`
+}
+
+// Cursor is the place of v in the index of field.
+func (v Version) Cursor(field string) TriggerCursor {
+	return TriggerCursor{V: v.Doc[field], T: v.T, ID: v.Doc["id"]}
 }
 
 // TriggerRunner is the lease of the process that runs a trigger.
@@ -162,8 +186,13 @@ func (t *Table) RecordTrigger(ctx context.Context, name, runner string, lease ti
 		}
 		if c := p.Cursor; c != nil {
 			old := doc.Field("cursor").Default(nil)
-			ahead := old.Eq(nil).Or(r.Expr([]any{c.V, c.ID}).Gt([]any{old.Field("v"), old.Field("id")}))
-			set["cursor"] = r.Branch(ahead, map[string]any{"v": c.V, "id": c.ID}, old)
+			ahead := old.Eq(nil).Or(r.Expr([]any{c.Bound(), c.ID}).Gt([]any{old.Field("v"), old.Field("id")}))
+			// Every field of the cursor is written (a null t too): an update merges objects.
+			cur := map[string]any{"v": c.Bound(), "t": nil, "id": c.ID}
+			if c.T != nil {
+				cur["t"] = *c.T
+			}
+			set["cursor"] = r.Branch(ahead, cur, old)
 		}
 		return r.Branch(doc.Field("runner").Field("queue").Default(nil).Eq(runner), set, map[string]any{})
 	})
@@ -208,29 +237,32 @@ func (t *Table) CheckTriggerSource(ctx context.Context, src TriggerSource) error
 // ErrNoTriggerSource is wrapped by the error of a trigger whose table or index is missing.
 var ErrNoTriggerSource = errors.New("no such table or index to watch")
 
-// ReadVersions reads up to n documents of src in its index's order, from the index value
-// lo (closed; nil: from the start); with after, the documents of the value lo up to the id
-// after (the index orders the documents of one value by id) are left out.
-func (t *Table) ReadVersions(ctx context.Context, src TriggerSource, lo, after any, n int) ([]map[string]any, error) {
-	from := lo
-	if from == nil {
-		from = r.MinVal
+// ReadVersions reads up to n documents of src in its index's order, from the cursor from
+// (closed; nil: from the start); with ties, the documents of from's value up to its id
+// are left out (the index orders the documents of one value by id).
+func (t *Table) ReadVersions(ctx context.Context, src TriggerSource, from *TriggerCursor, ties bool, n int) ([]Version, error) {
+	lo := any(r.MinVal)
+	if from != nil {
+		lo = from.Bound()
 	}
-	term := src.Term().Between(from, r.MaxVal, r.BetweenOpts{Index: src.Index, LeftBound: "closed"}).
+	term := src.Term().Between(lo, r.MaxVal, r.BetweenOpts{Index: src.Index, LeftBound: "closed"}).
 		OrderBy(r.OrderByOpts{Index: src.Index})
-	if after != nil && lo != nil {
+	if from != nil && ties {
 		// Past the cursor: a value beyond it, or its value and an id beyond its id. The
 		// documents of one value are few (they tie on a time to the millisecond).
 		term = term.Filter(func(doc r.Term) r.Term {
-			v := doc.Field(src.Field).Default(nil)
-			return v.Ne(lo).Or(doc.Field("id").Gt(after))
+			return doc.Field(src.Field).Default(nil).Ne(lo).Or(doc.Field("id").Gt(from.ID))
 		})
 	}
-	var docs []map[string]any
-	if err := t.ReadAll(ctx, term.Limit(n), &docs); err != nil {
+	term = term.Limit(n).Map(func(doc r.Term) any {
+		v := doc.Field(src.Field).Default(nil)
+		return map[string]any{"doc": doc, "t": r.Branch(v.TypeOf().Eq("PTYPE<TIME>"), v.ToEpochTime(), nil)}
+	})
+	var out []Version
+	if err := t.ReadAll(ctx, term, &out); err != nil {
 		return nil, fmt.Errorf("queue %s: read the versions of %s.%s: %w", t.Name, src.DB, src.Table, err)
 	}
-	return docs, nil
+	return out, nil
 }
 
 // ExistingIDs returns those of ids that are jobs of the table.
