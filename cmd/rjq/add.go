@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/rjqgo/rethinkdb-job-queue/job"
@@ -27,6 +28,9 @@ func cmdAdd(ctx context.Context, c config, args []string, out io.Writer) error {
 	uniqueFor := fs.Duration("unique-for", 0, "with --unique: a finished job of the key also stands for this long after it finished")
 	debounce := fs.Duration("debounce", 0, "with --unique: replace the key's waiting job and start this long from now")
 	deadline := fs.Duration("deadline", 0, "cancel the job if it has not started this long from now")
+	group := fs.String("group", "", "the job's group, whose running limit it shares (see rjq limits)")
+	sequence := fs.String("sequence", "", "the job's sequence: it runs after the sequence's earlier jobs, one at a time")
+	dependsOn := fs.String("depends-on", "", "the ids of its parents, comma-separated: it runs once each has completed")
 	if err := fs.Parse(args); err != nil {
 		return usagef("add: %v", err)
 	}
@@ -42,6 +46,10 @@ func cmdAdd(ctx context.Context, c config, args []string, out io.Writer) error {
 	p, err := job.ParsePriority(*priority)
 	if err != nil {
 		return usagef("add --priority: %v", err)
+	}
+	parents, err := parentIDs(*dependsOn)
+	if err != nil {
+		return err
 	}
 	q, done, err := c.open(ctx)
 	if err != nil {
@@ -73,6 +81,15 @@ func cmdAdd(ctx context.Context, c config, args []string, out io.Writer) error {
 	if *deadline != 0 {
 		j.SetDeadline(time.Now().Add(*deadline))
 	}
+	if *group != "" {
+		j.SetGroup(*group)
+	}
+	if *sequence != "" {
+		j.SetSequence(*sequence)
+	}
+	if len(parents) > 0 {
+		j.SetDependsOn(parents...)
+	}
 	if err := j.Err(); err != nil {
 		return usagef("add: %v", err)
 	}
@@ -92,4 +109,20 @@ func cmdAdd(ctx context.Context, c config, args []string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "%s %s\n", added[0].ID, added[0].Status)
 	return nil
+}
+
+// parentIDs reads --depends-on: job ids separated by commas (spaces around them allowed).
+func parentIDs(list string) ([]string, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
+	var ids []string
+	for _, id := range strings.Split(list, ",") {
+		id = strings.TrimSpace(id)
+		if !job.ValidID(id) {
+			return nil, usagef("add --depends-on: %q is not a job id (want UUIDs separated by commas)", id)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
 }
