@@ -23,28 +23,7 @@ func TestShowSaysWhatAJobWaitsFor(t *testing.T) {
 	q, db, addr, ctx := newQueue(t, queuetest.Options(queue.Options{MasterInterval: -1, Concurrency: 4}))
 	bin := binary(t)
 	base := []string{"--addr", addr, "--db", db}
-	require.NoError(t, q.SetGroupLimit(ctx, "tenant-q", 1))
-	require.NoError(t, q.SetLimit(ctx, "render", queue.Limit{Running: 1}))
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	active := q.Events(ctx, queue.EventActive)
-	require.NoError(t, q.Process(func(ctx context.Context, j *job.Job) (any, error) {
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-		return nil, nil
-	}))
-	// One job of the group and one of the name run, and hold their caps.
-	running, err := q.AddJob(ctx, q.CreateJob(nil).SetGroup("tenant-q"), q.CreateJob(nil).SetName("render"))
-	require.NoError(t, err)
-	for range running {
-		select {
-		case <-active:
-		case <-ctx.Done():
-			t.Fatal("the jobs that hold the caps did not start")
-		}
-	}
+	running := holdCaps(t, q, ctx)
 	hour := time.Now().Add(time.Hour)
 	delayed := q.CreateJob(nil).SetDateEnable(hour)
 	capped := q.CreateJob(nil).SetGroup("tenant-q")
@@ -54,7 +33,7 @@ func TestShowSaysWhatAJobWaitsFor(t *testing.T) {
 	parentA := q.CreateJob(nil).SetName("fetch").SetDateEnable(hour)
 	parentB := q.CreateJob(nil).SetDateEnable(hour)
 	child := q.CreateJob(nil).SetDependsOn(parentA.ID, parentB.ID)
-	_, err = q.AddJob(ctx, delayed, capped, named, head, behind, parentA, parentB, child)
+	_, err := q.AddJob(ctx, delayed, capped, named, head, behind, parentA, parentB, child)
 	require.NoError(t, err)
 
 	for _, tc := range []struct {
@@ -128,4 +107,33 @@ func TestShowSaysWhyAGroupsJobIsEnabledBeforeItWasCreated(t *testing.T) {
 	require.Equal(t, 0, res.code, res.stderr)
 	assert.NotContains(t, res.stdout, "its group's turn")
 	assert.Regexp(t, `waits for\s+a free worker`, res.stdout, "a due job waits for a worker")
+}
+
+// holdCaps sets a running limit of 1 on group tenant-q and job name render, and starts a
+// job of each that runs until the test ends: they hold the caps.
+func holdCaps(t *testing.T, q *queue.Queue, ctx context.Context) []*job.Job {
+	t.Helper()
+	require.NoError(t, q.SetGroupLimit(ctx, "tenant-q", 1))
+	require.NoError(t, q.SetLimit(ctx, "render", queue.Limit{Running: 1}))
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	active := q.Events(ctx, queue.EventActive)
+	require.NoError(t, q.Process(func(ctx context.Context, j *job.Job) (any, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil, nil
+	}))
+	// One job of the group and one of the name run, and hold their caps.
+	running, err := q.AddJob(ctx, q.CreateJob(nil).SetGroup("tenant-q"), q.CreateJob(nil).SetName("render"))
+	require.NoError(t, err)
+	for range running {
+		select {
+		case <-active:
+		case <-ctx.Done():
+			t.Fatal("the jobs that hold the caps did not start")
+		}
+	}
+	return running
 }

@@ -67,30 +67,7 @@ func TestChronoListsBlockedJobsSequencesAndGroups(t *testing.T) {
 	_, err := table.IndexWait(rdb.IndexSequence).Run(s)
 	require.NoError(t, err)
 
-	base := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	var jobs []filtered
-	docs := []any{}
-	statuses := []job.Status{job.Waiting, job.Blocked, job.Active, job.Failed, job.Completed, job.Waiting, job.Blocked}
-	for i := range 41 {
-		j := filtered{id: fmt.Sprintf("%08x-0000-4000-8000-%012d", i*7919%1000, i), status: statuses[i%len(statuses)],
-			group: []string{"", "tenant-q", "tenant-r"}[i%3], at: base.Add(time.Duration(i%5) * time.Second)}
-		doc := map[string]any{"id": j.id, "status": string(j.status), "priority": 40, "dateEnable": j.at, "dateCreated": base, "name": "n"}
-		if j.status == job.Completed {
-			doc["dateFinished"] = base
-		}
-		if j.group != "" {
-			doc[docfmt.Group] = j.group
-		}
-		if i%2 == 0 {
-			// Places out of the order of the ids and of the writes.
-			j.sequence, j.place = []string{"acct-7", "acct-8"}[i%4/2], float64((i*37)%101)
-			doc[docfmt.Sequence], doc[docfmt.SequenceAt] = j.sequence, j.place
-		}
-		jobs = append(jobs, j)
-		docs = append(docs, doc)
-	}
-	_, err = table.Insert(docs).RunWrite(s)
-	require.NoError(t, err)
+	jobs := writeFiltered(t, s, table)
 	byID := func(a, b filtered) int { return cmp.Compare(a.id, b.id) }
 	byPlace := func(a, b filtered) int { return cmp.Compare(a.place, b.place) }
 	byClaim := func(a, b filtered) int { return cmp.Or(a.at.Compare(b.at), cmp.Compare(a.id, b.id)) }
@@ -142,4 +119,35 @@ func TestChronoListsBlockedJobsSequencesAndGroups(t *testing.T) {
 		_, err := Chrono(ctx, s, table, Query{Group: "tenant-q", Limit: 5})
 		assert.ErrorIs(t, err, job.ErrInvalid)
 	})
+}
+
+// writeFiltered writes the jobs of the filters' test: of every status, in two groups and
+// none, half of them in two sequences, at places out of the order of their ids and writes.
+func writeFiltered(t *testing.T, s *r.Session, table r.Term) []filtered {
+	t.Helper()
+	base := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	var jobs []filtered
+	docs := []any{}
+	statuses := []job.Status{job.Waiting, job.Blocked, job.Active, job.Failed, job.Completed, job.Waiting, job.Blocked}
+	for i := range 41 {
+		j := filtered{id: fmt.Sprintf("%08x-0000-4000-8000-%012d", i*7919%1000, i), status: statuses[i%len(statuses)],
+			group: []string{"", "tenant-q", "tenant-r"}[i%3], at: base.Add(time.Duration(i%5) * time.Second)}
+		doc := map[string]any{"id": j.id, "status": string(j.status), "priority": 40, "dateEnable": j.at, "dateCreated": base, "name": "n"}
+		if j.status == job.Completed {
+			doc["dateFinished"] = base
+		}
+		if j.group != "" {
+			doc[docfmt.Group] = j.group
+		}
+		if i%2 == 0 {
+			// Places out of the order of the ids and of the writes.
+			j.sequence, j.place = []string{"acct-7", "acct-8"}[i%4/2], float64((i*37)%101)
+			doc[docfmt.Sequence], doc[docfmt.SequenceAt] = j.sequence, j.place
+		}
+		jobs = append(jobs, j)
+		docs = append(docs, doc)
+	}
+	_, err := table.Insert(docs).RunWrite(s)
+	require.NoError(t, err)
+	return jobs
 }
