@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/queuetest"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/testserver"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
@@ -98,7 +99,8 @@ func TestListBlockedJobsGroupsAndSequences(t *testing.T) {
 	base := []string{"--addr", addr, "--db", db, "list", "--limit", "2"}
 	ids := regexp.MustCompile(`(?m)^([0-9a-f-]{36})\s`)
 	// walk pages through a list by the "more" lines and returns the ids in order.
-	walk := func(args ...string) (got []string, out string) {
+	walk := func(t *testing.T, args ...string) (got []string, out string) {
+		t.Helper()
 		for page := 0; ; page++ {
 			require.Less(t, page, 20)
 			res := rjq(t, bin, append(base, args...)...)
@@ -121,16 +123,19 @@ func TestListBlockedJobsGroupsAndSequences(t *testing.T) {
 		}
 		return out
 	}
-	byID := idsOf(blocked)
-	slices.Sort(byID)
-	got, _ := walk("--status", "blocked")
-	assert.Equal(t, byID, got, "blocked jobs, by id")
-	got, out := walk("--status", "waiting", "--group", "tenant-q")
+	t.Run("blocked jobs, by id", func(t *testing.T) {
+		testserver.SkipOnReqlite(t, "it reads the entries of one key of an index in no set order, where RethinkDB reads them by id")
+		byID := idsOf(blocked)
+		slices.Sort(byID)
+		got, _ := walk(t, "--status", "blocked")
+		assert.Equal(t, byID, got)
+	})
+	got, out := walk(t, "--status", "waiting", "--group", "tenant-q")
 	assert.Equal(t, idsOf(grouped), got, "the group's waiting jobs, in the order workers take them")
 	assert.Regexp(t, `(?m)^ID\s+NAME\s+STATUS\s+PRIORITY\s+PROGRESS\s+CREATED\s+GROUP\s+SEQUENCE$`, out)
 	assert.Regexp(t, grouped[0].ID+`.*\stenant-q\s+-\n`, out)
 	require.Eventually(t, func() bool {
-		got, out = walk("--sequence", "acct-7")
+		got, out = walk(t, "--sequence", "acct-7")
 		return slices.Equal(idsOf(sequenced), got)
 	}, 30*time.Second, 200*time.Millisecond, "the sequence's jobs in the order they run: %v", got)
 	assert.Regexp(t, sequenced[0].ID+`.*\s-\s+acct-7\n`, out)
