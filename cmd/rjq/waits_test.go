@@ -27,13 +27,14 @@ func TestShowSaysWhatAJobWaitsFor(t *testing.T) {
 	hour := time.Now().Add(time.Hour)
 	delayed := q.CreateJob(nil).SetDateEnable(hour)
 	capped := q.CreateJob(nil).SetGroup("tenant-q")
+	rated := q.CreateJob(nil).SetGroup("tenant-r")
 	named := q.CreateJob(nil).SetName("render")
 	head := q.CreateJob(nil).SetName("post").SetSequence("acct-7").SetDateEnable(hour)
 	behind := q.CreateJob(nil).SetSequence("acct-7")
 	parentA := q.CreateJob(nil).SetName("fetch").SetDateEnable(hour)
 	parentB := q.CreateJob(nil).SetDateEnable(hour)
 	child := q.CreateJob(nil).SetDependsOn(parentA.ID, parentB.ID)
-	_, err := q.AddJob(ctx, delayed, capped, named, head, behind, parentA, parentB, child)
+	_, err := q.AddJob(ctx, delayed, capped, rated, named, head, behind, parentA, parentB, child)
 	require.NoError(t, err)
 
 	for _, tc := range []struct {
@@ -43,6 +44,7 @@ func TestShowSaysWhatAJobWaitsFor(t *testing.T) {
 	}{
 		{"a delay", delayed, `waits for\s+its delay, until ` + regexp.QuoteMeta(showTime(t, q, ctx, delayed.ID))},
 		{"a group's cap", capped, `waits for\s+group tenant-q is at its cap 1/1\n`},
+		{"a group's rate", rated, `waits for\s+group tenant-r is at its rate limit, 1 per 1h0m0s: the next start in about (1h0m\ds|59m\d+s)\n`},
 		{"a name's cap", named, `waits for\s+job name render is at its cap 1/1\n`},
 		{"a sequence", behind, `waits for\s+sequence acct-7 is held by job ` + head.ID + ` \(post, waiting\)\n`},
 		{"parents", child, `waits for\s+parents ` + parentA.ID + ` \(fetch, waiting\), ` + parentB.ID + ` \(waiting\)\n`},
@@ -109,12 +111,14 @@ func TestShowSaysWhyAGroupsJobIsEnabledBeforeItWasCreated(t *testing.T) {
 	assert.Regexp(t, `waits for\s+a free worker`, res.stdout, "a due job waits for a worker")
 }
 
-// holdCaps sets a running limit of 1 on group tenant-q and job name render, and starts a
-// job of each that runs until the test ends: they hold the caps.
+// holdCaps sets a running limit of 1 on group tenant-q and job name render and a rate of
+// 1 an hour on group tenant-r, and starts a job of each that runs until the test ends:
+// they hold the caps, and the rate's one start.
 func holdCaps(t *testing.T, q *queue.Queue, ctx context.Context) []*job.Job {
 	t.Helper()
 	require.NoError(t, q.SetGroupLimit(ctx, "tenant-q", 1))
 	require.NoError(t, q.SetLimit(ctx, "render", queue.Limit{Running: 1}))
+	require.NoError(t, q.SetGroupRate(ctx, "tenant-r", 1, time.Hour))
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
 	active := q.Events(ctx, queue.EventActive)
@@ -126,7 +130,7 @@ func holdCaps(t *testing.T, q *queue.Queue, ctx context.Context) []*job.Job {
 		return nil, nil
 	}))
 	// One job of the group and one of the name run, and hold their caps.
-	running, err := q.AddJob(ctx, q.CreateJob(nil).SetGroup("tenant-q"), q.CreateJob(nil).SetName("render"))
+	running, err := q.AddJob(ctx, q.CreateJob(nil).SetGroup("tenant-q"), q.CreateJob(nil).SetName("render"), q.CreateJob(nil).SetGroup("tenant-r"))
 	require.NoError(t, err)
 	for range running {
 		select {

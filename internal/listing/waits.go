@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,15 +19,16 @@ import (
 type Wait struct {
 	// Kind is what holds the job: "delay" (its dateEnable), "window" (its name's daily
 	// window), "rate" (its name's rate limit), "name" (its name's running limit), "group"
-	// (its group's running limit), "sequence" (an earlier job of its sequence) or
-	// "parents" (the parents of a job of a workflow that have not completed).
+	// (its group's running limit), "grouprate" (its group's rate limit), "sequence" (an
+	// earlier job of its sequence) or "parents" (the parents of a job of a workflow that
+	// have not completed).
 	Kind string `json:"kind"`
 	// Text says it in a sentence.
 	Text string `json:"text"`
 	// Key is the name, group or sequence that holds the job, for those kinds.
 	Key string `json:"key,omitempty"`
 	// Held and Limit are the runs that hold the running limit of a name or group, and the
-	// limit.
+	// limit; for a group's rate, the starts within its span, and its starts.
 	Held  int `json:"held,omitempty"`
 	Limit int `json:"limit,omitempty"`
 	// Until is when it ends, where that is known: a delay, a window's opening, the next
@@ -44,6 +46,10 @@ type WaitFacts struct {
 	// GroupLimit is the running limit of the job's group (its own, else the default; 0:
 	// none) and GroupHeld the runs that hold its slots.
 	GroupLimit, GroupHeld int
+	// GroupRate is the rate limit of the job's group (its own, else the default), nil for
+	// none; RateStarts when the starts that hold it were taken (rdb.RateStarts).
+	GroupRate  *queue.GroupRate
+	RateStarts []time.Time
 	// Limit is the limit of the job's name, nil for none; NameHeld the runs that hold its
 	// running slots; Bucket its rate limit's bucket, nil when it has none.
 	Limit    *queue.Limit
@@ -81,6 +87,7 @@ func Waits(f WaitFacts) []Wait {
 		out = append(out, Wait{Kind: "group", Key: g, Held: f.GroupHeld, Limit: f.GroupLimit,
 			Text: fmt.Sprintf("group %s is at its cap %d/%d", g, f.GroupHeld, f.GroupLimit)})
 	}
+	out = append(out, groupRateWaits(j.Group(), f)...)
 	if s := j.Sequence(); s != "" && f.Head != nil && f.Head.ID != j.ID {
 		out = append(out, Wait{Kind: "sequence", Key: s, Jobs: []Related{*f.Head},
 			Text: fmt.Sprintf("sequence %s is held by job %s", s, relatedText(*f.Head))})
@@ -118,6 +125,29 @@ func nameWaits(name string, f WaitFacts) []Wait {
 			Text: fmt.Sprintf("job name %s is at its cap %d/%d", name, f.NameHeld, l.Running)})
 	}
 	return out
+}
+
+// groupRateWaits is the wait of a job of group g whose rate's starts within its span (and
+// rdb.RateSlack) number its limit: until the oldest of them leaves the span.
+func groupRateWaits(g string, f WaitFacts) []Wait {
+	rate := f.GroupRate
+	if g == "" || rate == nil || rate.Starts <= 0 {
+		return nil
+	}
+	span := rate.Per + rdb.RateSlack
+	var within []time.Time
+	for _, at := range f.RateStarts {
+		if at.Add(span).After(f.Now) {
+			within = append(within, at)
+		}
+	}
+	if len(within) < rate.Starts {
+		return nil
+	}
+	until := slices.MinFunc(within, time.Time.Compare).Add(span)
+	return []Wait{{Kind: "grouprate", Key: g, Held: len(within), Limit: rate.Starts, Until: &until,
+		Text: fmt.Sprintf("group %s is at its rate limit, %d per %v: the next start in about %v", g, rate.Starts, rate.Per,
+			until.Sub(f.Now).Round(time.Second))}}
 }
 
 // parentWaits is the wait of a blocked job: its parents that have not completed.
@@ -168,6 +198,7 @@ func relatedText(r Related) string {
 // WaitLimits reads the limits that hold jobs back: queue.Queue does.
 type WaitLimits interface {
 	GroupLimits(ctx context.Context) (map[string]int, error)
+	GroupRates(ctx context.Context) (map[string]queue.GroupRate, error)
 	Limits(ctx context.Context) (map[string]queue.Limit, error)
 }
 
@@ -175,31 +206,59 @@ type WaitLimits interface {
 type WaitSides interface {
 	HeldCounts(ctx context.Context, keys []string) (map[string]int, error)
 	ReadBucket(ctx context.Context, name string) (rdb.Bucket, bool, error)
+	RateStarts(ctx context.Context, key string) ([]time.Time, error)
 	SequenceHeads(ctx context.Context, keys []string) (map[string]rdb.Candidate, error)
+}
+
+// groupFacts reads into f the running limit of f.Job's group and its rate, with the rate's
+// starts, and returns the slot keys to count: the group's, when it has a running limit.
+func groupFacts(ctx context.Context, limits WaitLimits, sides WaitSides, f *WaitFacts) ([]string, error) {
+	g := f.Job.Group()
+	if g == "" {
+		return nil, nil
+	}
+	gl, err := limits.GroupLimits(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	if f.GroupLimit = ownOrDefault(gl, g); f.GroupLimit > 0 {
+		keys = append(keys, rdb.GroupSlot(g))
+	}
+	rates, err := limits.GroupRates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if rate := ownOrDefault(rates, g); rate.Starts > 0 {
+		f.GroupRate = &rate
+		if f.RateStarts, err = sides.RateStarts(ctx, rdb.GroupRateSlot(g)); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
+}
+
+// ownOrDefault is group g's own value in m, else the default's (group "").
+func ownOrDefault[V any](m map[string]V, g string) V {
+	if v, ok := m[g]; ok {
+		return v
+	}
+	return m[""]
 }
 
 // WaitsFor says what j waits for (see Waits), with parents as Workflow read them. It
 // reads only what j's status needs, each a bounded read: the limits (a document per job
-// name or group that has one), the slots document, the bucket of j's name, the first job
-// of j's sequence (one range read of its index). A job that does not wait reads nothing.
+// name or group that has one), the slots document, the bucket of j's name, the document
+// of its group's rate, the first job of j's sequence (one range read of its index). A job
+// that does not wait reads nothing.
 func WaitsFor(ctx context.Context, limits WaitLimits, sides WaitSides, j *job.Job, parents []Related, now time.Time) ([]Wait, error) {
 	f := WaitFacts{Now: now, Job: j, Parents: parents}
 	if j.Status != job.Waiting && j.Status != job.Failed {
 		return Waits(f), nil
 	}
-	var keys []string
-	if g := j.Group(); g != "" {
-		gl, err := limits.GroupLimits(ctx)
-		if err != nil {
-			return nil, err
-		}
-		own, ok := gl[g]
-		if !ok {
-			own = gl[""]
-		}
-		if f.GroupLimit = own; own > 0 {
-			keys = append(keys, rdb.GroupSlot(g))
-		}
+	keys, err := groupFacts(ctx, limits, sides, &f)
+	if err != nil {
+		return nil, err
 	}
 	ls, err := limits.Limits(ctx)
 	if err != nil {

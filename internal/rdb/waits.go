@@ -30,6 +30,28 @@ func (t *Table) HeldCounts(ctx context.Context, keys []string) (map[string]int, 
 	return out, nil
 }
 
+// RateSlack is added to the span of a group's rate: a start is counted from its take,
+// which comes before its claim by a few milliseconds, and by as much as the clocks of two
+// machines differ; counted so, no start falls within the span of Starts counted before
+// it. A start so holds its rate key (GroupRateSlot) for the span and RateSlack.
+const RateSlack = time.Second
+
+// RateStarts returns when the starts that hold rate key (GroupRateSlot) were taken, by
+// the server's clock, from the key's document; those taken longer ago than the rate's span
+// and RateSlack no longer count (the next take drops them).
+func (t *Table) RateStarts(ctx context.Context, key string) ([]time.Time, error) {
+	var holders map[string]any
+	term := objectOr(t.Side(SlotsSuffix).Get(rateDoc(key)).Default(nil).Field("holders").Default(nil))
+	if err := t.ReadOne(ctx, term, &holders); err != nil && !NoTable(err) {
+		return nil, fmt.Errorf("queue %s: read the starts of a rate: %w", t.Name, err)
+	}
+	var out []time.Time
+	for _, h := range heldSlots(holders) {
+		out = append(out, h.At)
+	}
+	return out, nil
+}
+
 // Bucket is a rate limit's token bucket as read now: Tokens of Starts, refilled at Starts
 // per Per.
 type Bucket struct {
