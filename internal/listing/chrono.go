@@ -30,7 +30,7 @@ import (
 // a secondary index cannot start at an id. A page at position n so reads n entries: the
 // first pages cost what any page costs (2 ms of a dashboard's request on RethinkDB 2.4.4,
 // with a million finished jobs beside them), the page after 9,950 of ten thousand blocked
-// jobs 45 ms. The unfinished jobs of a sequence are its range of IndexSequence, in the
+// jobs 50 to 100 ms. The unfinished jobs of a sequence are its range of IndexSequence, in the
 // order they run ([key, place, id]: keys that never tie, so a page starts at its cursor).
 
 // order is how the jobs of a status are paged.
