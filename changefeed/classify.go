@@ -54,7 +54,9 @@ type Action struct {
 	Progress float64
 	// IsRepeating tells, for Completed, whether the job runs again.
 	IsRepeating bool
-	// Reason is the message of a Cancelled job's last log entry: the cancel's reason.
+	// Reason is the message of a Cancelled job's last log entry (the cancel's reason), and
+	// the error message of a Failed or Terminated job's last log entry (the run's error;
+	// its message when it has none).
 	Reason string
 	// Claimable is true when the change made a job waiting or failed (added, reanimated,
 	// passed back, failed for a retry): a queue with free slots should claim again.
@@ -112,6 +114,8 @@ func Classify(c Change, self string) Action {
 			act.IsRepeating = repeating(c.New)
 		case Cancelled:
 			act.Reason = lastMessage(c.New)
+		case Failed, Terminated:
+			act.Reason = lastError(c.New)
 		}
 	case newJob && oldJob && num(c.New, "progress") != num(c.Old, "progress"):
 		act.Kind = Progress
@@ -207,6 +211,23 @@ func lastMessage(doc map[string]any) string {
 		return ""
 	}
 	e, _ := log[len(log)-1].(map[string]any)
+	return str(e, "message")
+}
+
+// lastError is the error message of doc's last log entry, else its message: as the
+// projected feed sends it (see project), or read from the log.
+func lastError(doc map[string]any) string {
+	if m, ok := doc[lastMessageField].(string); ok {
+		return m
+	}
+	log, _ := doc["log"].([]any)
+	if len(log) == 0 {
+		return ""
+	}
+	e, _ := log[len(log)-1].(map[string]any)
+	if m := str(e, "errorMessage"); m != "" {
+		return m
+	}
 	return str(e, "message")
 }
 

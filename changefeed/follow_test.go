@@ -35,7 +35,7 @@ func TestFollowQueueBringsOthersChangesWithoutTheirBulk(t *testing.T) {
 	defer cancel()
 
 	const self, other = "host:db:q:1:self", "host:db:q:2:other"
-	id := "5127d082-fe7e-4e88-b1de-7093029695c3"
+	id, id2 := "5127d082-fe7e-4e88-b1de-7093029695c3", "6127d082-fe7e-4e88-b1de-7093029695c4"
 	created := time.Now().UTC().Truncate(time.Millisecond)
 	doc := map[string]any{"id": id, "queueId": other, "dateCreated": created, "priority": 40,
 		"status": "waiting", "progress": 0, "data": "a big payload", "result": "a big result",
@@ -48,6 +48,11 @@ func TestFollowQueueBringsOthersChangesWithoutTheirBulk(t *testing.T) {
 		tbl.Get(id).Update(func(d r.Term) any {
 			return map[string]any{"log": d.Field("log").Append(map[string]any{"message": "two"})}
 		}),
+		tbl.Get(id).Update(func(d r.Term) any {
+			return map[string]any{"status": "failed", "log": d.Field("log").Append(map[string]any{"message": "Job processing failed", "errorMessage": "disk full"})}
+		}),
+		tbl.Insert(map[string]any{"id": id2, "queueId": other, "status": "active", "dateCreated": created, "priority": 40, "log": []any{}}),
+		tbl.Get(id2).Update(map[string]any{"status": "terminated", "log": []any{map[string]any{"message": "gone", "errorMessage": 7}}}),
 		tbl.Get("mine").Delete(),
 		tbl.Get(id).Delete(),
 	}
@@ -75,7 +80,7 @@ func TestFollowQueueBringsOthersChangesWithoutTheirBulk(t *testing.T) {
 	})
 	require.ErrorIs(t, err, context.Canceled)
 
-	require.Len(t, got, 5, "every change but self's two: %v", got)
+	require.Len(t, got, 8, "every change but self's two: %v", got)
 	for _, c := range got {
 		for _, d := range []map[string]any{c.Old, c.New} {
 			for _, bulk := range []string{"data", "result", "log"} {
@@ -87,6 +92,12 @@ func TestFollowQueueBringsOthersChangesWithoutTheirBulk(t *testing.T) {
 	assert.Equal(t, id, got[0].New["id"])
 	assert.Equal(t, "junk", got[1].New["id"])
 	assert.Equal(t, changefeed.Log, changefeed.Classify(got[2], self).Kind, "a longer log is a log event")
-	assert.Equal(t, "mine", got[3].Old["id"], "a deletion of self's job comes: it does not say who deleted it")
-	assert.Equal(t, changefeed.Removed, changefeed.Classify(got[4], self).Kind)
+	failed := changefeed.Classify(got[3], self)
+	assert.Equal(t, changefeed.Failed, failed.Kind)
+	assert.Equal(t, "disk full", failed.Reason, "a failure's error comes without the log")
+	terminated := changefeed.Classify(got[5], self)
+	assert.Equal(t, changefeed.Terminated, terminated.Kind)
+	assert.Equal(t, "gone", terminated.Reason, "an error that is not text: the entry's message")
+	assert.Equal(t, "mine", got[6].Old["id"], "a deletion of self's job comes: it does not say who deleted it")
+	assert.Equal(t, changefeed.Removed, changefeed.Classify(got[7], self).Kind)
 }

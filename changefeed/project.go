@@ -8,7 +8,8 @@ import (
 
 // logLengthField holds, in a document of a queue's feed (see FollowQueue), the length of
 // the job's log, which the feed leaves out; lastMessageField, for a cancelled job, the
-// message of its last log entry (the cancel's reason).
+// message of its last log entry (the cancel's reason), and for a failed or terminated
+// one, its error message (else its message).
 const (
 	logLengthField   = "rjqFeedLogLength"
 	lastMessageField = "rjqFeedLastMessage"
@@ -51,10 +52,17 @@ func project(doc r.Term) r.Term {
 	return r.Branch(doc.TypeOf().Eq("OBJECT"),
 		doc.Without("data", "result", "log").Merge(map[string]any{
 			logLengthField: r.Branch(isLog, log.Count(), 0),
-			lastMessageField: r.Branch(
-				doc.Field("status").Default(nil).Eq("cancelled").And(isLog).And(r.Branch(isLog, log.Count().Gt(0), false)),
-				r.Branch(last.TypeOf().Eq("OBJECT"), last.Field("message").Default(nil), nil),
-				nil),
+			lastMessageField: r.Do(doc.Field("status").Default(nil), func(status r.Term) any {
+				text := func(field string) r.Term {
+					v := r.Branch(last.TypeOf().Eq("OBJECT"), last.Field(field).Default(nil), nil)
+					return r.Branch(v.TypeOf().Eq("STRING"), v, nil)
+				}
+				hasLast := isLog.And(r.Branch(isLog, log.Count().Gt(0), false))
+				return r.Branch(
+					status.Eq("cancelled").And(hasLast), text("message"),
+					status.Eq("failed").Or(status.Eq("terminated")).And(hasLast), r.Branch(text("errorMessage").Ne(nil).And(text("errorMessage").Ne("")), text("errorMessage"), text("message")),
+					nil)
+			}),
 		}),
 		doc)
 }

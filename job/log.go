@@ -9,8 +9,11 @@ import (
 // The log messages of the original library, written verbatim so that logs read the same
 // whichever language wrote them.
 const (
-	MessageAdded  = "Job added to the queue"
-	MessageActive = "Job retrieved and active"
+	MessageAdded = "Job added to the queue"
+	// MessageAddedBlocked is this library's "added" message for a job of a workflow, added
+	// blocked (SetDependsOn): the entry is the original's added entry in all else.
+	MessageAddedBlocked = "Job added to the queue: it waits for its parents to complete"
+	MessageActive       = "Job retrieved and active"
 	// MessageCompleted is what the original writes on completion: the status name (its
 	// "Job completed successfully" constant is never used).
 	MessageCompleted     = "completed"

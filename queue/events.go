@@ -63,7 +63,9 @@ type Event struct {
 	Progress float64
 	// Reason is why the job was cancelled, on cancelled events: the reason given to
 	// CancelJob or job.Cancel (DefaultCancelReason or the original's handler message when
-	// none was given), here or in another queue (read from the job's last log entry).
+	// none was given), here or in another queue (read from the job's last log entry). On
+	// failed and terminated events of another queue's runs (read from the changefeed),
+	// it is the run's error message, as its log entry holds it; the local ones have Err.
 	Reason string
 	// Err is the error of error events, and the handler's error on the local failed and
 	// terminated events of a run.

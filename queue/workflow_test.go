@@ -452,3 +452,35 @@ func TestAJoinOverTwoQueuesRunsOnceWithEveryResult(t *testing.T) {
 		assert.Equal(t, fmt.Sprintf("result of part %d", i), l.results["join"][id])
 	}
 }
+
+// A job added blocked says so in its first log entry, and why: the entry is the
+// original's added entry (type information, no data) with the status it was added with.
+func TestABlockedJobsAddedEntrySaysItWaitsForItsParents(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &queue.Options{MasterInterval: -1})
+	ctx := testContext(t)
+	parent := f.q.CreateJob("parent").SetDateEnable(time.Now().Add(time.Hour))
+	child := f.q.CreateJob("child").SetDependsOn(parent.ID)
+	_, err := f.q.AddJob(ctx, parent, child)
+	require.NoError(t, err)
+	got, err := f.q.GetJob(ctx, parent.ID, child.ID)
+	require.NoError(t, err)
+	byID := map[string]*job.Job{got[0].ID: got[0], got[1].ID: got[1]}
+	for _, tc := range []struct {
+		j       *job.Job
+		status  job.Status
+		message string
+	}{
+		{byID[parent.ID], job.Waiting, job.MessageAdded},
+		{byID[child.ID], job.Blocked, job.MessageAddedBlocked},
+	} {
+		require.Len(t, tc.j.Log, 1)
+		e := tc.j.Log[0]
+		assert.Equal(t, tc.status, tc.j.Status)
+		assert.Equal(t, tc.status, e.Status, "the added entry has the status the job was added with")
+		assert.Equal(t, tc.message, e.Message)
+		assert.Equal(t, job.Information, e.Type)
+		assert.Nil(t, e.Data)
+	}
+	assert.Contains(t, byID[child.ID].Log[0].Message, "waits for its parents")
+}

@@ -134,7 +134,7 @@ func ExampleWithParentResult() {
 	fmt.Println(errors.Is(err, job.ErrNotParent))
 	// Output:
 	// completed receipt for invoice 42: 99.50
-	// Job added to the queue
+	// Job added to the queue: it waits for its parents to complete
 	// Job released: every parent completed
 	// Job retrieved and active
 	// completed

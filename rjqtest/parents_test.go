@@ -61,7 +61,9 @@ func TestAChildReadsItsParentsResults(t *testing.T) {
 	assert.Equal(t, "tracking 42", got.Shipping)
 	assert.NoError(t, got.AuditErr, "a parent given no result completed with none")
 	assert.Empty(t, got.Audit)
-	assert.Equal(t, []string{job.MessageAdded, job.MessageReleased, job.MessageActive, job.MessageCompleted}, messages(res.Job.Log))
+	assert.Equal(t, []string{job.MessageAddedBlocked, job.MessageReleased, job.MessageActive, job.MessageCompleted}, messages(res.Job.Log),
+		"the log AddJob and a release write")
+	assert.Equal(t, job.Blocked, res.Job.Log[0].Status, "added blocked")
 
 	var again invoice
 	require.NoError(t, res.Job.ParentResult(billing, &again), "the job as left carries them")

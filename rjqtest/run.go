@@ -218,8 +218,12 @@ func claim(set settings, j *job.Job) (*run, error) {
 	added := in.Status == job.Created
 	if added {
 		in.Status = job.Waiting
-		e := rdb.NewLog(in, QueueID, nil, job.MessageAdded, job.Information, job.Waiting)
-		in.Log = rdb.AppendLog(in.Log, e, limit, rdb.TruncatedLog(in, QueueID, limit, job.Waiting))
+		status, message := job.Waiting, job.MessageAdded
+		if len(in.DependsOn()) > 0 {
+			status, message = job.Blocked, job.MessageAddedBlocked
+		}
+		e := rdb.NewLog(in, QueueID, nil, message, job.Information, status)
+		in.Log = rdb.AppendLog(in.Log, e, limit, rdb.TruncatedLog(in, QueueID, limit, status))
 		if len(in.DependsOn()) > 0 {
 			// Added blocked, then released by its parents' completions.
 			e := rdb.NewLog(in, QueueID, nil, job.MessageReleased, job.Information, job.Waiting).WithoutData()

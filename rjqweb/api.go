@@ -69,16 +69,23 @@ func (d *dashboard) jobs(w http.ResponseWriter, req *http.Request) {
 	if n, err := strconv.Atoi(query.Get("limit")); err == nil && n > 0 && n <= 500 {
 		limit = n
 	}
-	if status == "" && (query.Get("field") != "" || query.Get("text") != "") {
+	group, sequence := query.Get("group"), query.Get("sequence")
+	if status == "" && sequence == "" && (query.Get("field") != "" || query.Get("text") != "") {
 		httpError(w, badRequest("a search (field, text) lists one status: give status too"))
 		return
 	}
-	if status != "" && query.Get("after") == "" {
-		// One status: in its time order through its index, both ways (listing.Chrono).
-		// The cursors of the pages on each side travel in headers, so that the body stays
-		// the list it always was.
+	if status == "" && sequence == "" && group != "" {
+		// No index holds groups: a page looks at listing.SearchScan jobs of one status.
+		httpError(w, badRequest("a group lists one status: give status too"))
+		return
+	}
+	if (status != "" || sequence != "") && query.Get("after") == "" {
+		// One status, or a sequence: in its order through its index, both ways
+		// (listing.Chrono). The cursors of the pages on each side travel in headers, so
+		// that the body stays the list it always was.
 		p, err := listing.Chrono(req.Context(), d.s, d.table(), listing.Query{
-			Status: status, Name: query.Get("name"), From: query.Get("cursor"), Newer: query.Get("dir") == "newer", Limit: limit,
+			Status: status, Name: query.Get("name"), Group: group, Sequence: sequence,
+			From: query.Get("cursor"), Newer: query.Get("dir") == "newer", Limit: limit,
 			Field: query.Get("field"), Value: listing.ParseValue(query.Get("value")), Text: query.Get("text"),
 		})
 		if err != nil {
@@ -128,8 +135,9 @@ func (d *dashboard) job(w http.ResponseWriter, req *http.Request) {
 		httpError(w, err)
 		return
 	}
-	// The stored document, with the priority by name, the log by run, the result, and the
-	// parents and children of a job of a workflow, as rjq show --json prints it.
+	// The stored document, with the priority by name, the log by run, the result, the
+	// parents and children of a job of a workflow, and what a job that has yet to start
+	// waits for, as rjq show --json prints it.
 	shown := listing.Shown(jobs[0])
 	parents, children, err := listing.Workflow(req.Context(), d.q, jobs[0])
 	if err != nil {
@@ -141,6 +149,19 @@ func (d *dashboard) job(w http.ResponseWriter, req *http.Request) {
 	}
 	if children != nil {
 		shown["children"] = children
+	}
+	// What a job that has yet to start waits for, as rjq show --json says it.
+	if listing.MayWait(jobs[0]) {
+		t := &rdb.Table{Session: d.s, DB: d.q.DB(), Name: d.q.Name()}
+		waits, err := listing.WaitsFor(req.Context(), d.q, t, jobs[0], parents, time.Now())
+		if err != nil {
+			httpError(w, err)
+			return
+		}
+		if waits == nil {
+			waits = []listing.Wait{}
+		}
+		shown["waitsFor"] = waits
 	}
 	writeJSON(w, shown)
 }

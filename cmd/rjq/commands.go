@@ -88,6 +88,8 @@ func cmdList(ctx context.Context, c config, args []string, out io.Writer) error 
 	fs.SetOutput(io.Discard)
 	status := fs.String("status", "", "only jobs of this status, in its time order")
 	name := fs.String("name", "", "only jobs of this name")
+	group := fs.String("group", "", "with --status: only jobs of this group")
+	sequence := fs.String("sequence", "", "the unfinished jobs of this sequence in the order they run")
 	limit := fs.Int("limit", 50, "jobs per page")
 	after := fs.String("after", "", "the page after this job id, in id order")
 	from := fs.String("cursor", "", "with --status: the page after this cursor (printed with each page)")
@@ -104,8 +106,15 @@ func cmdList(ctx context.Context, c config, args []string, out io.Writer) error 
 	if *limit < 1 || *limit > 10000 {
 		return usagef("list: --limit must be within 1..10000")
 	}
-	if (*from != "" || *newer || *field != "" || *text != "") && (*status == "" || *after != "") {
-		return usagef("list: --cursor, --newer, --field and --text list one --status in time order; --after pages in id order")
+	ordered := *status != "" || *sequence != ""
+	if (*from != "" || *newer || *field != "" || *text != "") && (!ordered || *after != "") {
+		return usagef("list: --cursor, --newer, --field and --text list one --status (or --sequence) in order; --after pages in id order")
+	}
+	if *group != "" && *status == "" && *sequence == "" {
+		return usagef("list: --group needs --status (say --status waiting): no index holds groups, so a page looks at %d jobs of the status at most", listing.SearchScan)
+	}
+	if (*group != "" || *sequence != "") && *after != "" {
+		return usagef("list: --group and --sequence page with --cursor, not --after")
 	}
 	s, err := c.session(ctx)
 	if err != nil {
@@ -117,10 +126,10 @@ func cmdList(ctx context.Context, c config, args []string, out io.Writer) error 
 	}
 	table := r.DB(c.db).Table(c.queue)
 	var p listing.ChronoPage
-	if *status != "" && *after == "" {
-		// One status: in its time order, through its index.
-		p, err = listing.Chrono(ctx, s, table, listing.Query{Status: *status, Name: *name, From: *from, Newer: *newer, Limit: *limit,
-			Field: *field, Value: listing.ParseValue(*value), Text: *text})
+	if ordered && *after == "" {
+		// One status, or one sequence: in its order, through its index.
+		p, err = listing.Chrono(ctx, s, table, listing.Query{Status: *status, Name: *name, Group: *group, Sequence: *sequence,
+			From: *from, Newer: *newer, Limit: *limit, Field: *field, Value: listing.ParseValue(*value), Text: *text})
 		if errors.Is(err, job.ErrInvalid) {
 			return usagef("list: %v", err)
 		}
@@ -133,13 +142,14 @@ func cmdList(ctx context.Context, c config, args []string, out io.Writer) error 
 	if err != nil {
 		return err
 	}
-	again := "--status " + *status
-	for _, f := range [][2]string{{"--name", *name}, {"--field", *field}, {"--value", *value}, {"--text", *text}} {
+	var again []string
+	for _, f := range [][2]string{{"--status", *status}, {"--sequence", *sequence}, {"--group", *group}, {"--name", *name},
+		{"--field", *field}, {"--value", *value}, {"--text", *text}} {
 		if f[1] != "" {
-			again += " " + f[0] + " " + shellQuote(f[1])
+			again = append(again, f[0]+" "+shellQuote(f[1]))
 		}
 	}
-	return printList(out, c.json, again, p)
+	return printList(out, c.json, strings.Join(again, " "), p)
 }
 
 // shellQuote quotes s for a shell when it holds more than letters, digits and -_.:/.
@@ -160,9 +170,16 @@ func printList(out io.Writer, asJSON bool, again string, p listing.ChronoPage) e
 		return json.NewEncoder(out).Encode(p.Jobs)
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tNAME\tSTATUS\tPRIORITY\tPROGRESS\tCREATED")
+	fmt.Fprintln(w, "ID\tNAME\tSTATUS\tPRIORITY\tPROGRESS\tCREATED\tGROUP\tSEQUENCE")
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
 	for _, j := range p.Jobs {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%.0f%%\t%s\n", j.ID, j.Name, j.Status, job.Priority(j.Priority), j.Progress, listing.Time(j.DateCreated))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%.0f%%\t%s\t%s\t%s\n", j.ID, j.Name, j.Status, job.Priority(j.Priority), j.Progress,
+			listing.Time(j.DateCreated), dash(j.Group), dash(j.Sequence))
 	}
 	switch {
 	case strings.HasPrefix(p.Older, "--after "):
@@ -302,6 +319,9 @@ func cmdWatch(ctx context.Context, c config, args []string, out io.Writer) error
 			if e.Reason != "" {
 				line["reason"] = e.Reason
 			}
+			if e.Err != nil {
+				line["error"] = e.Err.Error()
+			}
 			_ = enc.Encode(line)
 			continue
 		}
@@ -311,13 +331,16 @@ func cmdWatch(ctx context.Context, c config, args []string, out io.Writer) error
 }
 
 // progressText is what a watch line says after the job id: a progress event's percent,
-// a cancelled event's reason ("deadline passed", say).
+// a cancelled event's reason ("deadline passed", say), a failed or terminated event's
+// error.
 func progressText(e queue.Event) string {
 	switch {
 	case e.Type == queue.EventProgress:
 		return fmt.Sprintf("%.0f%%", e.Progress)
 	case e.Reason != "":
 		return e.Reason
+	case e.Err != nil:
+		return e.Err.Error()
 	}
 	return ""
 }

@@ -173,13 +173,20 @@ func (c config) openWatching(ctx context.Context) (*queue.Queue, func(), error) 
 }
 
 func (c config) openQueue(ctx context.Context, feed bool) (*queue.Queue, func(), error) {
+	q, _, done, err := c.openWithSession(ctx, feed)
+	return q, done, err
+}
+
+// openWithSession is openQueue that also returns the queue's session, for the reads
+// that go to the table itself.
+func (c config) openWithSession(ctx context.Context, feed bool) (*queue.Queue, *r.Session, func(), error) {
 	s, err := c.session(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err := c.checkQueue(ctx, s); err != nil {
 		s.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	q, err := queue.New(ctx, &queue.ConnectOptions{Session: s, DB: c.db}, &queue.Options{
 		Name: c.queue, DatabaseInitDelay: -1, MasterInterval: -1, NoChangeFeed: !feed, Heartbeat: -1,
@@ -187,14 +194,14 @@ func (c config) openQueue(ctx context.Context, feed bool) (*queue.Queue, func(),
 	})
 	if err != nil {
 		s.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err := q.Ready(ctx); err != nil {
 		_ = q.Stop(context.Background())
 		s.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return q, func() { _ = q.Stop(context.Background()); s.Close() }, nil
+	return q, s, func() { _ = q.Stop(context.Background()); s.Close() }, nil
 }
 
 func (c config) checkQueue(ctx context.Context, s *r.Session) error {

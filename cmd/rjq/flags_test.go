@@ -36,3 +36,29 @@ func TestGlobalFlagsMayComeBeforeOrAfterTheCommand(t *testing.T) {
 	_, _, err := parseGlobal([]string{"summary", "--queue"}, io.Discard)
 	assert.ErrorContains(t, err, "flag needs an argument", "a global flag after the command still needs its value")
 }
+
+// help prints the usage on stdout and succeeds: all of it, or one command's.
+func TestHelpPrintsTheUsage(t *testing.T) {
+	bin := binary(t)
+	for _, tc := range []struct {
+		args      []string
+		says, not string
+	}{
+		{[]string{"help"}, "commands:", ""},
+		{[]string{"help", "list"}, "--sequence", "reanimate"},
+		{[]string{"help", "resume"}, "pause | resume", "list"},
+		{[]string{"list", "--help"}, "--group", "reanimate"},
+		{[]string{"add", "-h"}, "--depends-on", "reanimate"},
+	} {
+		res := rjq(t, bin, tc.args...)
+		assert.Equal(t, exitOK, res.code, "%v: %s", tc.args, res.stderr)
+		assert.Contains(t, res.stdout, tc.says, "%v", tc.args)
+		if tc.not != "" {
+			assert.NotContains(t, res.stdout, tc.not, "%v: one command's lines only", tc.args)
+		}
+		assert.NotContains(t, res.stderr, "unknown command", "%v", tc.args)
+	}
+	res := rjq(t, bin, "help", "frobnicate")
+	assert.Equal(t, exitUsage, res.code)
+	assert.Contains(t, res.stderr, `unknown command "frobnicate"`)
+}

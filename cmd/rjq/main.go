@@ -22,6 +22,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 )
 
 // Exit codes.
@@ -59,6 +61,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
+	if rest[0] == "help" || (len(rest) > 1 && slices.Contains([]string{"-h", "-help", "--help"}, rest[1])) {
+		return help(rest, stdout, stderr)
+	}
 	cmd, ok := commands[rest[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "rjq: unknown command %q\n%s", rest[0], usage)
@@ -81,25 +86,74 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 }
 
+// help prints the usage asked for on stdout: `rjq help` all of it, `rjq help CMD` and
+// `rjq CMD --help` that command's lines.
+func help(rest []string, stdout, stderr io.Writer) int {
+	name := rest[0]
+	if name == "help" {
+		if len(rest) == 1 {
+			fmt.Fprint(stdout, usage)
+			return exitOK
+		}
+		name = rest[1]
+	}
+	text := commandUsage(name)
+	if text == "" {
+		fmt.Fprintf(stderr, "rjq help: unknown command %q\n%s", name, usage)
+		return exitUsage
+	}
+	fmt.Fprintf(stdout, "usage: rjq [global flags] %s\n%s(rjq help: the global flags and every command)\n", name, text)
+	return exitOK
+}
+
+// commandUsage is the lines of usage that describe the command name: each entry whose
+// first line names it ("pause | resume" names both), with its continuation lines; "" for
+// no command of that name.
+func commandUsage(name string) string {
+	_, list, _ := strings.Cut(usage, "commands:\n")
+	list, _, _ = strings.Cut(list, "\n\n")
+	var b strings.Builder
+	keep := false
+	for _, line := range strings.Split(list, "\n") {
+		if entry, ok := strings.CutPrefix(line, "  "); ok && !strings.HasPrefix(entry, " ") {
+			// An entry's first line: its command, or commands ("pause | resume"), then
+			// its arguments.
+			first := strings.Fields(entry)[0]
+			keep = first == name || (strings.HasPrefix(entry, name+" | ") || strings.Contains(entry, " | "+name+" "))
+		}
+		if keep {
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String()
+}
+
 const usage = `usage: rjq [--addr host:port] [--db name] [--queue name] [--json] [--tls | --tls-ca file] command [args]
 (the global flags may also come after the command)
 
 commands:
   summary                  job counts by status
-  list [--status s] [--name n] [--limit n] [--cursor c [--newer]]
-       [--field path --value v] [--text t]
+  list [--status s] [--name n] [--group g] [--sequence q] [--limit n]
+       [--cursor c [--newer]] [--field path --value v] [--text t]
                            with --status: that status's jobs in its time order (finished
                            ones newest first, waiting ones in the order workers take
-                           them), a page at a time, through its index; --field/--value
-                           search the payload, --text the log messages and errors.
-                           Without --status: every job in id order (--after id: the page
-                           after it), the one order every table size can afford
+                           them, blocked ones by id), a page at a time, through its
+                           index; --field/--value search the payload, --text the log
+                           messages and errors. --sequence: the sequence's unfinished
+                           jobs (of --status, if given) in the order they run, through
+                           its index. --group needs --status: no index holds groups, so
+                           a page looks at 500 jobs of the status at most and says where
+                           to go on. Without --status: every job in id order (--after
+                           id: the page after it), the one order every table size can
+                           afford
   show ID...               jobs with their logs, grouped by run: who ran each attempt
                            (host, pid), when, for how long, the outcome, error and stack,
                            and a completed job's result
   add [--data JSON] [--name n] [--priority p] [--delay d] [--timeout d] [--retry-max n]
       [--unique key [--unique-for d] [--debounce d]] [--deadline d]
-                           add one job
+      [--group g] [--sequence q] [--depends-on ID,ID...]
+                           add one job; --depends-on adds it blocked until those jobs
+                           (in the table) have completed
   cancel ID... [--reason r]
   reanimate ID...
   reanimate --status failed|terminated [--name n] [--batch n]

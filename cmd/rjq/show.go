@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rjqgo/rethinkdb-job-queue/internal/listing"
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -18,7 +19,7 @@ func cmdShow(ctx context.Context, c config, args []string, out io.Writer) error 
 	if err != nil {
 		return err
 	}
-	q, done, err := c.open(ctx)
+	q, s, done, err := c.openWithSession(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -27,9 +28,14 @@ func cmdShow(ctx context.Context, c config, args []string, out io.Writer) error 
 	if err != nil {
 		return notFound(err)
 	}
+	sides := &rdb.Table{Session: s, DB: c.db, Name: c.queue}
 	kin := make([][2][]listing.Related, len(jobs))
+	waits := make([][]listing.Wait, len(jobs))
 	for i, j := range jobs {
 		if kin[i][0], kin[i][1], err = listing.Workflow(ctx, q, j); err != nil {
+			return err
+		}
+		if waits[i], err = listing.WaitsFor(ctx, q, sides, j, kin[i][0], time.Now()); err != nil {
 			return err
 		}
 	}
@@ -43,6 +49,9 @@ func cmdShow(ctx context.Context, c config, args []string, out io.Writer) error 
 			if kin[i][1] != nil {
 				all[i]["children"] = kin[i][1]
 			}
+			if listing.MayWait(j) {
+				all[i]["waitsFor"] = nonNilWaits(waits[i])
+			}
 		}
 		return json.NewEncoder(out).Encode(all)
 	}
@@ -50,20 +59,34 @@ func cmdShow(ctx context.Context, c config, args []string, out io.Writer) error 
 		if i > 0 {
 			fmt.Fprintln(out)
 		}
-		if err := printJob(out, j, kin[i][0], kin[i][1]); err != nil {
+		if err := printJob(out, j, kin[i][0], kin[i][1], waits[i]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// nonNilWaits is waits, or an empty list for none, which encodes as [] rather than null.
+func nonNilWaits(waits []listing.Wait) []listing.Wait {
+	if waits == nil {
+		return []listing.Wait{}
+	}
+	return waits
+}
+
 // printJob writes one job: its fields, then its log, the entries of each run under a
 // heading that says who ran it, when, for how long, how it ended and why.
-func printJob(out io.Writer, j *job.Job, parents, children []listing.Related) error {
+func printJob(out io.Writer, j *job.Job, parents, children []listing.Related, waits []listing.Wait) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "id\t%s\nname\t%s\nstatus\t%s\npriority\t%s\nprogress\t%.0f%%\nretries\t%d of %d\nruns\t%d\ncreated\t%s\nenabled\t%s\n",
+	fmt.Fprintf(w, "id\t%s\nname\t%s\nstatus\t%s\npriority\t%s\nprogress\t%.0f%%\nretries\t%d of %d\nruns\t%d\ncreated\t%s\nenabled\t%s%s\n",
 		j.ID, j.Name, j.Status, j.Priority, j.Progress, j.RetryCount, j.RetryMax, j.ProcessCount,
-		listing.Time(j.DateCreated), listing.Time(j.DateEnable))
+		listing.Time(j.DateCreated), listing.Time(j.DateEnable), listing.EnableNote(j))
+	for i, wt := range waits {
+		fmt.Fprintf(w, "%s\t%s\n", plural(i, "waits for"), wt.Text)
+	}
+	if len(waits) == 0 && listing.MayWait(j) && j.Status != job.Blocked {
+		fmt.Fprintf(w, "waits for\ta free worker: it is due, and no limit or sequence holds it\n")
+	}
 	if !j.DateStarted.IsZero() {
 		fmt.Fprintf(w, "started\t%s\n", listing.Time(j.DateStarted))
 	}

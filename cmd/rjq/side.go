@@ -91,7 +91,7 @@ func cmdLimits(ctx context.Context, c config, args []string, out io.Writer) erro
 	}
 	rows, groups := listing.LimitRows(ls), listing.GroupRows(stats)
 	if c.json {
-		// The job names' rows, as always, then the groups' ({"group", "running", "waiting",
+		// The job names' rows, as always, then the groups' ({"group", "limit", "waiting",
 		// "active"}).
 		all := make([]any, 0, len(rows)+len(groups))
 		for _, r := range rows {
@@ -127,15 +127,15 @@ func cmdLimits(ctx context.Context, c config, args []string, out io.Writer) erro
 		fmt.Fprintln(w)
 	}
 	if len(groups) > 0 {
-		fmt.Fprintln(w, "GROUP\tRUNNING\tWAITING\tACTIVE")
+		fmt.Fprintln(w, "GROUP\tLIMIT\tWAITING\tACTIVE")
 	}
 	for _, g := range groups {
 		name, waiting, active := g.Group, strconv.Itoa(g.Waiting), strconv.Itoa(g.Active)
 		if name == "" {
 			name, waiting, active = "(default)", "-", "-"
 		}
-		running := fmt.Sprintf("at most %d", g.Running)
-		if g.Running == 0 {
+		running := fmt.Sprintf("at most %d running", g.Limit)
+		if g.Limit == 0 {
 			running = "no limit"
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", name, running, waiting, active)

@@ -67,26 +67,27 @@ func TestWorkersSchedulesAndLimits(t *testing.T) {
 	res = rjq(t, bin, append(base, "limits")...)
 	require.Equal(t, 0, res.code, res.stderr)
 	assert.Regexp(t, `render\s+-\s+-\s+at most 4`, res.stdout)
-	assert.Regexp(t, `GROUP\s+RUNNING\s+WAITING\s+ACTIVE`, res.stdout)
-	assert.Regexp(t, `\(default\)\s+at most 2\s+-\s+-`, res.stdout)
-	assert.Regexp(t, `acme\s+at most 5\s+2\s+0`, res.stdout)
-	assert.Regexp(t, `zeta\s+at most 2\s+1\s+0`, res.stdout)
+	assert.Regexp(t, `GROUP\s+LIMIT\s+WAITING\s+ACTIVE`, res.stdout, "the column as queue.GroupStat names it")
+	assert.Regexp(t, `\(default\)\s+at most 2 running\s+-\s+-`, res.stdout)
+	assert.Regexp(t, `acme\s+at most 5 running\s+2\s+0`, res.stdout)
+	assert.Regexp(t, `zeta\s+at most 2 running\s+1\s+0`, res.stdout)
 	res = rjq(t, bin, append(base, "limits", "--json")...)
 	require.Equal(t, 0, res.code, res.stderr)
 	var rows []struct {
-		Name, Group              *string
-		Starts, Running, Waiting int
+		Name, Group                     *string
+		Starts, Running, Limit, Waiting int
 	}
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &rows))
 	require.Len(t, rows, 5, res.stdout)
 	assert.Equal(t, "mail", *rows[0].Name)
 	assert.Equal(t, 4, rows[1].Running, "render")
 	assert.Equal(t, "", *rows[2].Group, "the default")
-	assert.Equal(t, 2, rows[2].Running)
+	assert.Equal(t, 2, rows[2].Limit, "a group's limit is named as queue.GroupStat names it")
+	assert.Zero(t, rows[2].Running)
 	assert.Equal(t, "acme", *rows[3].Group)
 	assert.Equal(t, 2, rows[3].Waiting)
 	assert.Equal(t, "zeta", *rows[4].Group)
-	assert.Equal(t, 2, rows[4].Running, "the default's")
+	assert.Equal(t, 2, rows[4].Limit, "the default's")
 }
 
 // sequences shows each sequence's unfinished jobs and the job that holds it.
@@ -160,6 +161,7 @@ func TestAddAddsAJobByHand(t *testing.T) {
 		{[]string{"add", "--debounce", "1s"}, "debounce"},
 		{[]string{"add", "--unique", "k", "--unique-for", "-1h"}, "unique window"},
 		{[]string{"add", "--deadline", "-1m"}, "deadline"},
+		{[]string{"add", "--depends-on", "not-an-id"}, "not a job id"},
 	} {
 		res := rjq(t, bin, append(base, tc.args...)...)
 		assert.Equal(t, exitUsage, res.code, "%v: %s", tc.args, res.stderr)
@@ -185,4 +187,16 @@ func TestAddAddsAJobByHand(t *testing.T) {
 	res = rjq(t, bin, append(base, "add", "--unique", "nightly")...)
 	require.Equal(t, 0, res.code, res.stderr)
 	assert.Contains(t, res.stdout, first.ID+" waiting (already there for the unique key: nothing added)")
+
+	// A group, a sequence and parents: a job of a workflow is added blocked.
+	res = rjq(t, bin, append(base, "add", "--group", "tenant-q", "--sequence", "acct-7", "--depends-on", first.ID+", "+added.ID, "--json")...)
+	require.Equal(t, 0, res.code, res.stderr)
+	var child struct{ ID, Status string }
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &child))
+	assert.Equal(t, "blocked", child.Status)
+	got, err = q.GetJob(ctx, child.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "tenant-q", got[0].Group())
+	assert.Equal(t, "acct-7", got[0].Sequence())
+	assert.Equal(t, []string{first.ID, added.ID}, got[0].DependsOn())
 }

@@ -128,8 +128,13 @@ func (q *Queue) newBatch(jobs []*job.Job, plan addPlan, tails map[string]rdb.Seq
 				saved.DateEnable = space.place(s, saved.DateEnable, j.DateEnable.After(now) || j.Debounce() > 0)
 			}
 		}
-		e := rdb.NewLog(&saved, q.id, nil, job.MessageAdded, job.Information, job.Waiting)
-		saved.Log = rdb.AppendLog(append([]job.LogEntry(nil), j.Log...), e, q.cfg.LimitJobLogs, rdb.TruncatedLog(&saved, q.id, q.cfg.LimitJobLogs, job.Waiting))
+		// The original's added entry; a job of a workflow says that it is blocked, and why.
+		status, message := job.Waiting, job.MessageAdded
+		if saved.Status == job.Blocked {
+			status, message = job.Blocked, job.MessageAddedBlocked
+		}
+		e := rdb.NewLog(&saved, q.id, nil, message, job.Information, status)
+		saved.Log = rdb.AppendLog(append([]job.LogEntry(nil), j.Log...), e, q.cfg.LimitJobLogs, rdb.TruncatedLog(&saved, q.id, q.cfg.LimitJobLogs, status))
 		b.saved[i] = saved
 		b.docs[i] = saved.Document()
 		b.ids[i] = j.ID

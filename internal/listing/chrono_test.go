@@ -44,11 +44,22 @@ func ids(p ChronoPage) []string {
 // has pages of any size, some empty, whose Newer cursors are not checked one by one.
 func pageThrough(t *testing.T, ctx context.Context, s *r.Session, table r.Term, status string, limit int) (forward, backward []string) {
 	t.Helper()
-	o, _ := orderOf(status)
-	bounded := Query{Status: status}.bounded(o)
+	return walkBothWays(t, ctx, s, table, Query{Status: status}, limit)
+}
+
+// walkBothWays is pageThrough for any query q (its From, Newer and Limit set here).
+func walkBothWays(t *testing.T, ctx context.Context, s *r.Session, table r.Term, q Query, limit int) (forward, backward []string) {
+	t.Helper()
+	o, err := q.order()
+	require.NoError(t, err)
+	bounded := q.bounded(o)
+	at := func(from string, newer bool) Query {
+		q.From, q.Newer, q.Limit = from, newer, limit
+		return q
+	}
 	var pages []ChronoPage
 	for cur := ""; ; {
-		p, err := Chrono(ctx, s, table, Query{Status: status, From: cur, Limit: limit})
+		p, err := Chrono(ctx, s, table, at(cur, false))
 		require.NoError(t, err)
 		require.LessOrEqual(t, len(p.Jobs), limit)
 		switch {
@@ -56,7 +67,7 @@ func pageThrough(t *testing.T, ctx context.Context, s *r.Session, table r.Term, 
 			assert.Empty(t, p.Newer, "the first page has nothing before it")
 		case !bounded:
 			require.NotEmpty(t, p.Newer, "a later page has a page before it")
-			back, err := Chrono(ctx, s, table, Query{Status: status, From: p.Newer, Newer: true, Limit: limit})
+			back, err := Chrono(ctx, s, table, at(p.Newer, true))
 			require.NoError(t, err)
 			assert.Equal(t, ids(pages[len(pages)-1]), ids(back), "the page before this one")
 		}
@@ -78,7 +89,7 @@ func pageThrough(t *testing.T, ctx context.Context, s *r.Session, table r.Term, 
 		backward = append(backward, ids(p)...)
 	}
 	for cur := pages[k].Newer; cur != ""; {
-		p, err := Chrono(ctx, s, table, Query{Status: status, From: cur, Newer: true, Limit: limit})
+		p, err := Chrono(ctx, s, table, at(cur, true))
 		require.NoError(t, err)
 		backward = append(ids(p), backward...)
 		require.Less(t, len(backward), 1000, "the walk back does not end")

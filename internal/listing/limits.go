@@ -20,11 +20,12 @@ type LimitRow struct {
 }
 
 // GroupRow is a group as the tools print it in JSON: its running limit (its own, else
-// the default's; 0: none) and how many of its jobs wait and run. The group "" is the
-// default limit of every group without one, with no counts.
+// the default's; 0: none), named limit as queue.GroupStat names it, and how many of its
+// jobs wait and run. The group "" is the default limit of every group without one, with
+// no counts.
 type GroupRow struct {
 	Group   string `json:"group"`
-	Running int    `json:"running"`
+	Limit   int    `json:"limit"`
 	Waiting int    `json:"waiting"`
 	Active  int    `json:"active"`
 }
@@ -34,7 +35,7 @@ type GroupRow struct {
 func GroupRows(stats []queue.GroupStat) []GroupRow {
 	rows := make([]GroupRow, 0, len(stats))
 	for _, g := range stats {
-		rows = append(rows, GroupRow{Group: g.Group, Running: g.Limit, Waiting: g.Waiting, Active: g.Active})
+		rows = append(rows, GroupRow{Group: g.Group, Limit: g.Limit, Waiting: g.Waiting, Active: g.Active})
 	}
 	slices.SortFunc(rows, func(a, b GroupRow) int { return cmp.Compare(a.Group, b.Group) })
 	return rows

@@ -9,6 +9,7 @@ import (
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/docfmt"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -20,10 +21,14 @@ type Job struct {
 	Priority    float64   `json:"priority"`
 	Progress    float64   `json:"progress"`
 	DateCreated time.Time `json:"dateCreated"`
+	// Group and Sequence are the job's group (job.SetGroup) and sequence
+	// (job.SetSequence); "" for none.
+	Group    string `json:"group"`
+	Sequence string `json:"sequence"`
 }
 
 // listFields are the fields of a job a list shows.
-var listFields = []any{"id", "name", "status", "priority", "progress", "dateCreated"}
+var listFields = []any{"id", "name", "status", "priority", "progress", "dateCreated", docfmt.Group, docfmt.Sequence}
 
 // Page reads up to limit jobs of table in id order after the id after (all from the
 // start when after is empty), of the given status and name when they are not empty,
@@ -76,5 +81,6 @@ func From(row map[string]any) Job {
 	}
 	created, _ := row["dateCreated"].(time.Time)
 	return Job{ID: text("id"), Name: text("name"), Status: text("status"),
-		Priority: number("priority"), Progress: number("progress"), DateCreated: created}
+		Priority: number("priority"), Progress: number("progress"), DateCreated: created,
+		Group: text(docfmt.Group), Sequence: text(docfmt.Sequence)}
 }

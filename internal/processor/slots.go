@@ -28,10 +28,8 @@ type slotNeed struct {
 	expire time.Duration
 }
 
-// rateSlack is added to the span of a rate: a start is counted from its take, which comes
-// before its claim by a few milliseconds, and by as much as the clocks of two machines
-// differ; counted so, no start falls within the span of Starts counted before it.
-const rateSlack = time.Second
+// rateSlack is added to the span of a rate (see rdb.RateSlack).
+const rateSlack = rdb.RateSlack
 
 // slotNeeds are the slots that a run of j must hold.
 func (l *limiter) slotNeeds(j *job.Job) []slotNeed {

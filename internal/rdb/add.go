@@ -328,7 +328,7 @@ func (t *Table) addedHere(row, mine r.Term) r.Term {
 		row.Field("log").Filter(func(e r.Term) r.Term {
 			return e.Field("date").Eq(added.Field("date")).
 				And(e.Field("queueId").Eq(t.QueueID)).
-				And(e.Field("message").Eq(job.MessageAdded))
+				And(e.Field("message").Eq(job.MessageAdded).Or(e.Field("message").Eq(job.MessageAddedBlocked)))
 		}).IsEmpty().Not()).Default(false)
 }
 

@@ -76,7 +76,7 @@ func (t *Table) keyEnds(ctx context.Context, keys []string, order any, shape fun
 			OrderBy(r.OrderByOpts{Index: order}).Limit(1)).CoerceTo("array")
 	}
 	if err := t.ReadOne(ctx, r.Expr(terms), dst); err != nil {
-		if noSequenceIndex(err) {
+		if NoSequenceIndex(err) {
 			return fmt.Errorf("queue %s: %w", t.Name, ErrNoSequenceIndex)
 		}
 		return fmt.Errorf("queue %s: read the %s job of each sequence: %w", t.Name, which, err)
@@ -84,8 +84,8 @@ func (t *Table) keyEnds(ctx context.Context, keys []string, order any, shape fun
 	return nil
 }
 
-// noSequenceIndex reports whether err says that IndexSequence is missing or not built yet.
-func noSequenceIndex(err error) bool {
+// NoSequenceIndex reports whether err says that IndexSequence is missing or not built yet.
+func NoSequenceIndex(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "Index `"+IndexSequence+"` was not found") || strings.Contains(msg, "before its construction was finished")
 }
