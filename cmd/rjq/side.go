@@ -106,41 +106,7 @@ func cmdLimits(ctx context.Context, c config, args []string, out io.Writer) erro
 		fmt.Fprintln(out, "no limits")
 		return nil
 	}
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	if len(rows) > 0 {
-		fmt.Fprintln(w, "JOB NAME\tRATE\tWINDOW\tRUNNING")
-	}
-	for _, r := range rows {
-		rate, window, running := "-", "-", "-"
-		if r.Starts > 0 {
-			rate = fmt.Sprintf("%d per %s", r.Starts, time.Duration(r.PerMs)*time.Millisecond)
-		}
-		if r.From != "" {
-			window = fmt.Sprintf("%s–%s %s", r.From, r.To, r.Location)
-		}
-		if r.Running > 0 {
-			running = fmt.Sprintf("at most %d", r.Running)
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.Name, rate, window, running)
-	}
-	if len(rows) > 0 && len(groups) > 0 {
-		fmt.Fprintln(w)
-	}
-	if len(groups) > 0 {
-		fmt.Fprintln(w, "GROUP\tLIMIT\tWAITING\tACTIVE")
-	}
-	for _, g := range groups {
-		name, waiting, active := g.Group, strconv.Itoa(g.Waiting), strconv.Itoa(g.Active)
-		if name == "" {
-			name, waiting, active = "(default)", "-", "-"
-		}
-		running := fmt.Sprintf("at most %d running", g.Limit)
-		if g.Limit == 0 {
-			running = "no limit"
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", name, running, waiting, active)
-	}
-	if err := w.Flush(); err != nil {
+	if err := printLimits(out, rows, groups); err != nil {
 		return err
 	}
 	if partial {
@@ -179,4 +145,46 @@ func cmdSequences(ctx context.Context, c config, args []string, out io.Writer) e
 		fmt.Fprintln(out, "(jobs counted among the first 20,000 unfinished jobs of sequences only)")
 	}
 	return nil
+}
+
+// printLimits writes the limits by job name, then those of groups, as two tables.
+func printLimits(out io.Writer, rows []listing.LimitRow, groups []listing.GroupRow) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	if len(rows) > 0 {
+		fmt.Fprintln(w, "JOB NAME\tRATE\tWINDOW\tRUNNING")
+	}
+	for _, r := range rows {
+		rate, window, running := "-", "-", "-"
+		if r.Starts > 0 {
+			rate = fmt.Sprintf("%d per %s", r.Starts, time.Duration(r.PerMs)*time.Millisecond)
+		}
+		if r.From != "" {
+			window = fmt.Sprintf("%s–%s %s", r.From, r.To, r.Location)
+		}
+		if r.Running > 0 {
+			running = fmt.Sprintf("at most %d", r.Running)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.Name, rate, window, running)
+	}
+	if len(rows) > 0 && len(groups) > 0 {
+		fmt.Fprintln(w)
+	}
+	if len(groups) > 0 {
+		fmt.Fprintln(w, "GROUP\tLIMIT\tRATE\tWAITING\tACTIVE")
+	}
+	for _, g := range groups {
+		name, waiting, active := g.Group, strconv.Itoa(g.Waiting), strconv.Itoa(g.Active)
+		if name == "" {
+			name, waiting, active = "(default)", "-", "-"
+		}
+		running, rate := fmt.Sprintf("at most %d running", g.Limit), "-"
+		if g.Limit == 0 {
+			running = "no limit"
+		}
+		if g.Starts > 0 {
+			rate = fmt.Sprintf("%d starts per %s", g.Starts, time.Duration(g.PerMs)*time.Millisecond)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", name, running, rate, waiting, active)
+	}
+	return w.Flush()
 }

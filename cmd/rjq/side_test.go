@@ -57,6 +57,7 @@ func TestWorkersSchedulesAndLimits(t *testing.T) {
 	require.NoError(t, q.SetLimit(ctx, "render", queue.Limit{Running: 4}))
 	require.NoError(t, q.SetGroupLimit(ctx, "", 2))
 	require.NoError(t, q.SetGroupLimit(ctx, "acme", 5))
+	require.NoError(t, q.SetGroupRate(ctx, "acme", 10, time.Minute))
 	// And each group's waiting and active jobs (these wait an hour, the queue processes):
 	// a group with no limit of its own shows the default.
 	later := func(group string) *job.Job {
@@ -67,10 +68,10 @@ func TestWorkersSchedulesAndLimits(t *testing.T) {
 	res = rjq(t, bin, append(base, "limits")...)
 	require.Equal(t, 0, res.code, res.stderr)
 	assert.Regexp(t, `render\s+-\s+-\s+at most 4`, res.stdout)
-	assert.Regexp(t, `GROUP\s+LIMIT\s+WAITING\s+ACTIVE`, res.stdout, "the column as queue.GroupStat names it")
-	assert.Regexp(t, `\(default\)\s+at most 2 running\s+-\s+-`, res.stdout)
-	assert.Regexp(t, `acme\s+at most 5 running\s+2\s+0`, res.stdout)
-	assert.Regexp(t, `zeta\s+at most 2 running\s+1\s+0`, res.stdout)
+	assert.Regexp(t, `GROUP\s+LIMIT\s+RATE\s+WAITING\s+ACTIVE`, res.stdout, "the column as queue.GroupStat names it")
+	assert.Regexp(t, `\(default\)\s+at most 2 running\s+-\s+-\s+-`, res.stdout)
+	assert.Regexp(t, `acme\s+at most 5 running\s+10 starts per 1m0s\s+2\s+0`, res.stdout)
+	assert.Regexp(t, `zeta\s+at most 2 running\s+-\s+1\s+0`, res.stdout)
 	res = rjq(t, bin, append(base, "limits", "--json")...)
 	require.Equal(t, 0, res.code, res.stderr)
 	var rows []struct {
@@ -86,6 +87,7 @@ func TestWorkersSchedulesAndLimits(t *testing.T) {
 	assert.Zero(t, rows[2].Running)
 	assert.Equal(t, "acme", *rows[3].Group)
 	assert.Equal(t, 2, rows[3].Waiting)
+	assert.Equal(t, 10, rows[3].Starts, "its rate")
 	assert.Equal(t, "zeta", *rows[4].Group)
 	assert.Equal(t, 2, rows[4].Limit, "the default's")
 }

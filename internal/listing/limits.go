@@ -20,14 +20,17 @@ type LimitRow struct {
 }
 
 // GroupRow is a group as the tools print it in JSON: its running limit (its own, else
-// the default's; 0: none), named limit as queue.GroupStat names it, and how many of its
+// the default's; 0: none), named limit as queue.GroupStat names it, its rate, and how many of its
 // jobs wait and run. The group "" is the default limit of every group without one, with
 // no counts.
 type GroupRow struct {
-	Group   string `json:"group"`
-	Limit   int    `json:"limit"`
-	Waiting int    `json:"waiting"`
-	Active  int    `json:"active"`
+	Group string `json:"group"`
+	Limit int    `json:"limit"`
+	// Starts per PerMs is the group's rate limit (its own, else the default's; 0: none).
+	Starts  int     `json:"starts"`
+	PerMs   float64 `json:"perMs"`
+	Waiting int     `json:"waiting"`
+	Active  int     `json:"active"`
 }
 
 // GroupRows are the rows of stats (queue.Queue.Groups: the default limit, when one is
@@ -35,7 +38,8 @@ type GroupRow struct {
 func GroupRows(stats []queue.GroupStat) []GroupRow {
 	rows := make([]GroupRow, 0, len(stats))
 	for _, g := range stats {
-		rows = append(rows, GroupRow{Group: g.Group, Limit: g.Limit, Waiting: g.Waiting, Active: g.Active})
+		rows = append(rows, GroupRow{Group: g.Group, Limit: g.Limit, Starts: g.Rate.Starts,
+			PerMs: float64(g.Rate.Per.Milliseconds()), Waiting: g.Waiting, Active: g.Active})
 	}
 	slices.SortFunc(rows, func(a, b GroupRow) int { return cmp.Compare(a.Group, b.Group) })
 	return rows
