@@ -38,6 +38,7 @@ var commands = map[string]command{
 	"schedules": cmdSchedules,
 	"limits":    cmdLimits,
 	"sequences": cmdSequences,
+	"triggers":  cmdTriggers,
 	"web":       cmdWeb,
 }
 

@@ -68,6 +68,7 @@ func TestJSONOutput(t *testing.T) {
 		{[]string{"schedules"}, array, ""},
 		{[]string{"limits"}, array, ""},
 		{[]string{"sequences"}, array, ""},
+		{[]string{"triggers"}, array, ""},
 	} {
 		res := rjq(t, bin, append(base, tc.args...)...)
 		require.Equal(t, 0, res.code, "%v: %s", tc.args, res.stderr)

@@ -171,6 +171,8 @@ commands:
                            and the groups' limits and jobs
   sequences                each sequence with unfinished jobs: its jobs waiting, running
                            and failed (to be retried), and the job that holds it
+  triggers                 the queue's triggers: the table each watches, its cursor and
+                           lag, the process that runs it, the jobs it made and skipped
   web [--listen addr] [--actions] [--prefix /path/] [--token t] [--basic-auth user:pass]
       [--metric-names N] [--metric-groups N]
                            dashboard at the prefix (default /), Prometheus metrics under it
