@@ -16,7 +16,9 @@
 // rjq_queue_jobs{queue,status} (from Queue.Summary), rjq_queue_paused{queue} (1 when
 // paused, here or through the State Document) and rjq_queue_oldest_waiting_seconds{queue}
 // (how long the oldest due job has waited to be claimed, for queues watched with a
-// session: see WatchWith).
+// session: see WatchWith); and of each trigger of the watched queues (Queue.Triggers),
+// rjq_trigger_lag_seconds{queue,trigger}, rjq_trigger_jobs_total{queue,trigger} and
+// rjq_trigger_skipped_total{queue,trigger}.
 //
 // The counters and the histogram count what the Collector is told. Set as a queue's
 // Options.Metrics, that is what the queues of this process do: each worker process serves
@@ -252,6 +254,7 @@ func (c *Collector) WriteTo(ctx context.Context, w io.Writer) {
 		}
 	}
 	writeState(ctx, &b, watched)
+	writeTriggers(ctx, &b, watched)
 	_, _ = io.WriteString(w, b.String())
 }
 
@@ -398,4 +401,38 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// writeTriggers writes the series of the watched queues' triggers, from Queue.Triggers
+// (one index read a trigger): how far behind each is, and the jobs it made and the
+// versions it skipped.
+func writeTriggers(ctx context.Context, b *strings.Builder, watched []watch) {
+	type row struct {
+		q, name       string
+		lag           float64
+		jobs, skipped int64
+	}
+	var rows []row
+	for _, wq := range watched {
+		ts, err := wq.q.Triggers(ctx)
+		if err != nil {
+			fmt.Fprintf(b, "# rjq_trigger_lag_seconds{queue=%s}: %s\n", label(wq.q.Name()), oneLine(err))
+			continue
+		}
+		for _, t := range ts {
+			rows = append(rows, row{wq.q.Name(), t.Name, t.Lag.Seconds(), t.Jobs, t.Skipped})
+		}
+	}
+	header(b, "rjq_trigger_lag_seconds", "gauge", "How far behind a trigger is: the age of the first version of its table past its cursor.")
+	for _, r := range rows {
+		fmt.Fprintf(b, "rjq_trigger_lag_seconds{queue=%s,trigger=%s} %s\n", label(r.q), label(r.name), strconv.FormatFloat(r.lag, 'f', 3, 64))
+	}
+	header(b, "rjq_trigger_jobs_total", "counter", "Jobs a trigger made, one a version of its table's documents.")
+	for _, r := range rows {
+		fmt.Fprintf(b, "rjq_trigger_jobs_total{queue=%s,trigger=%s} %d\n", label(r.q), label(r.name), r.jobs)
+	}
+	header(b, "rjq_trigger_skipped_total", "counter", "Versions a trigger skipped: a document without a time or a number, a func that failed, a job refused.")
+	for _, r := range rows {
+		fmt.Fprintf(b, "rjq_trigger_skipped_total{queue=%s,trigger=%s} %d\n", label(r.q), label(r.name), r.skipped)
+	}
 }

@@ -120,3 +120,38 @@ func mustFind(ctx context.Context, t *testing.T, q *queue.Queue, name string) st
 	require.Len(t, jobs, 1)
 	return jobs[0].ID
 }
+
+// A watched queue's triggers have their lag, jobs and skips in every scrape.
+func TestTriggerSeries(t *testing.T) {
+	srv := testserver.Get(t)
+	db := testserver.DB(t)
+	ctx := context.Background()
+	q, err := queue.New(ctx, &queue.ConnectOptions{Host: srv.Host, Port: srv.Port, DB: db},
+		queuetest.Options(queue.Options{Name: "watched", MasterInterval: time.Hour}))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = q.Stop(context.Background()) })
+	require.NoError(t, q.Ready(ctx))
+	s := testserver.Session(t)
+	orders := r.DB(db).Table("orders")
+	require.NoError(t, r.DB(db).TableCreate("orders").Exec(s))
+	require.NoError(t, orders.IndexCreate("updatedAt").Exec(s))
+	require.NoError(t, orders.IndexWait().Exec(s))
+	require.NoError(t, q.AddTrigger(ctx, queue.Trigger{Name: "orders", Table: "orders", Index: "updatedAt",
+		Job: func(context.Context, map[string]any) (*job.Job, error) { return q.CreateJob(nil), nil }}))
+	require.NoError(t, orders.Insert(map[string]any{"id": "o1", "updatedAt": r.Now()}).Exec(s))
+	c := metrics.New()
+	c.Watch(q)
+	require.Eventually(t, func() bool {
+		return strings.Contains(triggerScrape(c), `rjq_trigger_jobs_total{queue="watched",trigger="orders"} 1`)
+	}, 20*time.Second, 100*time.Millisecond, triggerScrape(c))
+	out := triggerScrape(c)
+	assert.Contains(t, out, "# TYPE rjq_trigger_lag_seconds gauge\n")
+	assert.Regexp(t, `rjq_trigger_lag_seconds\{queue="watched",trigger="orders"\} \d+\.\d{3}\n`, out)
+	assert.Contains(t, out, `rjq_trigger_skipped_total{queue="watched",trigger="orders"} 0`)
+}
+
+func triggerScrape(c *metrics.Collector) string {
+	var b strings.Builder
+	c.WriteTo(context.Background(), &b)
+	return b.String()
+}

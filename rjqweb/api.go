@@ -208,8 +208,9 @@ func (d *dashboard) global(w http.ResponseWriter, req *http.Request) {
 	writeJSON(w, map[string]bool{"paused": d.q.Paused()})
 }
 
-// side serves the queue's live Go workers, cron schedules (with their next run) and
-// limits by job name, in one answer: each is a small table of its own.
+// side serves the queue's live Go workers, cron schedules (with their next run), limits by
+// job name, groups, sequences and triggers, in one answer: each is a small table of its
+// own.
 func (d *dashboard) side(w http.ResponseWriter, req *http.Request) {
 	ctx := req.Context()
 	workers, err := d.q.Workers(ctx)
@@ -237,6 +238,11 @@ func (d *dashboard) side(w http.ResponseWriter, req *http.Request) {
 		httpError(w, err)
 		return
 	}
+	triggers, err := d.q.Triggers(ctx)
+	if err != nil {
+		httpError(w, err)
+		return
+	}
 	rows := listing.LimitRows(limits)
 	if workers == nil {
 		workers = []queue.Worker{}
@@ -245,7 +251,7 @@ func (d *dashboard) side(w http.ResponseWriter, req *http.Request) {
 		schedules = []queue.Schedule{}
 	}
 	writeJSON(w, map[string]any{"workers": workers, "schedules": schedules, "limits": rows, "groups": listing.GroupRows(stats), "groupsPartial": partial,
-		"sequences": listing.SequenceRows(sequences), "sequencesPartial": sequencesPartial})
+		"sequences": listing.SequenceRows(sequences), "sequencesPartial": sequencesPartial, "triggers": listing.TriggerRows(triggers)})
 }
 
 // unschedule and unlimit remove a schedule or a limit by name (actions on).

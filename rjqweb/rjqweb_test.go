@@ -404,6 +404,7 @@ func TestAPIJSONStyle(t *testing.T) {
 	_, body := f.do(t, request{path: "/jobs/api/side"})
 	assert.Contains(t, body, `"queueId":"`+worker.ID()+`"`)
 	assert.Contains(t, body, `"perMs":60000`)
+	assert.Contains(t, body, `"triggers":[]`, "the queue's triggers (none)")
 	_, body = f.do(t, request{path: "/jobs/api/jobs/" + added[0].ID})
 	assert.Contains(t, body, `"result":{"At":"`)
 }
