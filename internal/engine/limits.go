@@ -128,26 +128,9 @@ func (q *Queue) SetGroupRate(ctx context.Context, group string, starts int, per 
 	if err := checkGroupRate(group, starts, per); err != nil {
 		return err
 	}
-	end, err := q.begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer end()
-	for _, side := range []string{rdb.LimitsSuffix, rdb.SlotsSuffix} {
-		if err := q.assertSide(ctx, side); err != nil {
-			return err
-		}
-	}
-	err = q.onSide(ctx, rdb.LimitsSuffix, func() error {
+	return q.putGroupLimits(ctx, group, "rate", func() error {
 		return q.db.PutGroupRate(ctx, group, starts, float64(per.Milliseconds()))
 	})
-	if err != nil {
-		return fmt.Errorf("queue %s: set the rate of group %q: %w", q.cfg.Name, group, err)
-	}
-	if p := q.processor(); p != nil {
-		p.LimitsChanged()
-	}
-	return nil
 }
 
 // checkGroupRate checks the arguments of SetGroupRate.
@@ -232,6 +215,12 @@ func (q *Queue) SetGroupLimit(ctx context.Context, group string, running int) er
 	if err := checkGroupLimit(group, running); err != nil {
 		return err
 	}
+	return q.putGroupLimits(ctx, group, "limit", func() error { return q.db.PutGroupLimit(ctx, group, running) })
+}
+
+// putGroupLimits writes a group's limits with put, the limit named what ("limit",
+// "rate"), making the side tables they need, and tells the processor.
+func (q *Queue) putGroupLimits(ctx context.Context, group, what string, put func() error) error {
 	end, err := q.begin(ctx)
 	if err != nil {
 		return err
@@ -242,8 +231,8 @@ func (q *Queue) SetGroupLimit(ctx context.Context, group string, running int) er
 			return err
 		}
 	}
-	if err := q.onSide(ctx, rdb.LimitsSuffix, func() error { return q.db.PutGroupLimit(ctx, group, running) }); err != nil {
-		return fmt.Errorf("queue %s: set the limit of group %s: %w", q.cfg.Name, errtext.Key(group), err)
+	if err := q.onSide(ctx, rdb.LimitsSuffix, put); err != nil {
+		return fmt.Errorf("queue %s: set the %s of group %s: %w", q.cfg.Name, what, errtext.Key(group), err)
 	}
 	if p := q.processor(); p != nil {
 		p.LimitsChanged()

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -160,21 +161,11 @@ func compareValues(a, b any) int {
 	}
 	switch a := a.(type) {
 	case float64:
-		return cmpOrdered(a, b.(float64))
+		return cmp.Compare(a, b.(float64))
 	case time.Time:
 		return a.Compare(b.(time.Time))
 	case string:
 		return strings.Compare(a, b.(string))
-	}
-	return 0
-}
-
-func cmpOrdered(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
 	}
 	return 0
 }
