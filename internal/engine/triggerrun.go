@@ -53,28 +53,37 @@ func (q *Queue) runTrigger(ctx context.Context, t Trigger) {
 	host, _ := os.Hostname()
 	me := rdb.TriggerRunner{Queue: q.id, Host: host, PID: os.Getpid()}
 	var lastErr string
+	var fails int
+	wait := triggerLease / 3
 	for ctx.Err() == nil {
 		s, held, ok, err := q.db.TakeTriggerLease(ctx, t.Name, me, triggerLease)
 		switch {
 		case ctx.Err() != nil:
-		case err != nil:
-			if err.Error() != lastErr {
-				lastErr = err.Error()
-				q.log.Warn("taking a trigger's lease failed; trying again", "trigger", t.Name, "err", err)
-			}
-		case !ok:
+		case !ok && err == nil:
 			q.log.Info("trigger removed: this process stops running it", "trigger", t.Name)
 			return
 		case held:
-			lastErr = ""
 			q.log.Info("trigger runner starts", "trigger", t.Name, "table", t.DB+"."+t.Table, "cursor", cursorText(s.Cursor))
 			run := &triggerRun{q: q, t: t, me: me.Queue, cursor: s.Cursor}
-			err := run.loop(ctx)
+			err = run.loop(ctx)
 			q.handOver(t.Name, me.Queue, err)
+		}
+		// A run or a lease that fails again and again (the watched table dropped, the
+		// server away) is logged once and tried less often, up to every 30 s.
+		wait = triggerLease / 3
+		if err != nil && ctx.Err() == nil && !errors.Is(err, rdb.ErrLeaseLost) {
+			if err.Error() != lastErr {
+				lastErr = err.Error()
+				q.log.Warn("a trigger's run failed; trying again", "trigger", t.Name, "err", err)
+			}
+			fails++
+			wait = min(wait<<min(fails, 4), 30*time.Second)
+		} else {
+			lastErr, fails = "", 0
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(triggerLease / 3):
+		case <-time.After(wait):
 		}
 	}
 }
@@ -92,6 +101,7 @@ func (q *Queue) handOver(name, me string, why error) {
 		q.log.Info("giving a trigger's lease up failed; another process takes over when it ends", "trigger", name, "err", err)
 	}
 	q.log.Info("trigger handed over", "trigger", name, "why", why)
+
 }
 
 // cursorText is a cursor as a log line shows it.
@@ -236,7 +246,7 @@ func (tr *triggerRun) catchUp(ctx context.Context) (int, error) {
 		select { // half the server's time at most, so the queue's own work goes on
 		case <-ctx.Done():
 			return n, ctx.Err()
-		case <-time.After(time.Since(start)):
+		case <-time.After(min(time.Since(start), triggerLease/3)):
 		}
 	}
 }

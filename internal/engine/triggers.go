@@ -225,7 +225,8 @@ func (q *Queue) Triggers(ctx context.Context) ([]TriggerStat, error) {
 	for i, s := range stored {
 		lag, err := q.triggerLag(ctx, s, now)
 		if err != nil {
-			return nil, err
+			// The watched table gone, say: the trigger is listed all the same.
+			lag = time.Duration(s.Lag * float64(time.Second))
 		}
 		out[i] = TriggerStat{StoredTrigger: s, Lag: lag}
 	}
