@@ -57,6 +57,8 @@ var publicErrors = []struct{ internal, public error }{
 	{engine.ErrProcessTwice, ErrProcessTwice},
 	{engine.ErrInvalidLimit, ErrInvalidLimit},
 	{engine.ErrInvalidSchedule, ErrInvalidSchedule},
+	{engine.ErrInvalidTrigger, ErrInvalidTrigger},
+	{engine.ErrNoTriggerSource, ErrNoTriggerSource},
 	{processor.ErrPassBack, ErrPassBack},
 }
 

@@ -63,11 +63,9 @@ func TestAWorkerStoppedWithCtrlCHandsItsJobBack(t *testing.T) {
 	exited := time.Now()
 
 	got := f.get(t, j.ID)
-	if got.Status == job.Active {
-		// The next worker may have claimed it already; then its log says it was handed back.
-		got.Status = job.Waiting
-	}
-	assert.Equal(t, job.Waiting, got.Status, "handed back before the worker process exited")
+	// Handed back before the worker process exited: waiting, unless the next worker has
+	// taken it already (its log says it was handed back).
+	assert.Contains(t, []job.Status{job.Waiting, job.Active, job.Completed}, got.Status)
 	assert.Zero(t, got.RetryCount, "no retry spent")
 	handedBack := false
 	for _, e := range got.Log {

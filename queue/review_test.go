@@ -73,16 +73,20 @@ func TestJobOfADeadWorkerRunsAgainAfterReview(t *testing.T) {
 
 	dying := newQueue(t, f, &queue.Options{MasterInterval: -1})
 	started := make(chan struct{})
+	dead := make(chan struct{})
 	require.NoError(t, dying.Process(func(ctx context.Context, j *job.Job) (any, error) {
 		close(started)
 		<-ctx.Done()
+		<-dead // a handler still running when its process dies
 		return nil, errors.New("never recorded")
 	}))
 	<-started
-	// Kill it: the handler is cut off and nothing about the job is written.
+	// Kill it: the handler is cut off, it does not return before Stop does (which would
+	// hand its job back), and nothing about the job is written.
 	cut, cancel := context.WithCancel(ctx)
 	cancel()
 	require.ErrorIs(t, dying.Stop(cut), context.Canceled)
+	close(dead)
 	assert.Equal(t, "active", f.rawDoc(t, j.ID)["status"])
 
 	ran := make(chan *job.Job, 1)

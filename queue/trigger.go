@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/rjqgo/rethinkdb-job-queue/internal/engine"
@@ -89,12 +90,12 @@ type TriggerStat struct {
 }
 
 // ErrInvalidTrigger is wrapped by the error of AddTrigger given a trigger without a name,
-// a table, an index or a Job func, or with a negative Rescan.
-var ErrInvalidTrigger = engine.ErrInvalidTrigger
+// a table, an index or a Job func, or with a negative Rescan; it wraps job.ErrInvalid.
+var ErrInvalidTrigger = invalid("queue: invalid trigger")
 
 // ErrNoTriggerSource is wrapped by the error of AddTrigger when the watched table or its
 // index does not exist.
-var ErrNoTriggerSource = engine.ErrNoTriggerSource
+var ErrNoTriggerSource = errors.New("queue: no such table or index to watch")
 
 // AddTrigger declares t in this process and stores it, in place of a trigger of the same
 // name (its cursor kept). When this queue is a Queue Master, it runs t while it holds its

@@ -497,7 +497,7 @@ func TestDashboardInABrowser(t *testing.T) {
 		_, err = chromedp.Run(bctx, chromedp.Evaluate[bool](`document.getElementById("side").open = true`))
 		require.NoError(t, err)
 		poll[bool](t, bctx, 20*time.Second, "the group's row with its 2 waiting jobs",
-			`document.querySelector('#groups tr[data-group="acme"]')?.children[2]?.textContent === "2"`)
+			`document.querySelector('#groups tr[data-group="acme"]')?.children[3]?.textContent === "2"`)
 		poll[bool](t, bctx, 20*time.Second, "the worker, the schedule, the limit and the group's", `(() => {
 			const text = id => document.getElementById(id).textContent;
 			return text("workers").includes(":emails:") && text("schedules").includes("nightly") && text("schedules").includes("0 3 * * *") &&

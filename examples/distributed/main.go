@@ -114,15 +114,19 @@ func run(ctx context.Context, cxn *queue.ConnectOptions, out io.Writer, jobs int
 
 // crashOnFirstJob makes doomed process, adds jobs jobs through master and, once doomed
 // runs its first job, stops it as a crash would: Stop with a context that has already
-// ended cuts the handler off and writes nothing. It returns the job that was running.
+// ended cuts the handler off, and a handler that has not returned a second later is left
+// behind, its job active as a dead process leaves it (one that returns at once is
+// handed back, waiting). It returns the job that was running.
 func crashOnFirstJob(ctx context.Context, doomed, master *queue.Queue, jobs int) (string, error) {
 	died := make(chan string, 1)
+	gone := make(chan struct{}) // closed once doomed has stopped: its process is "dead"
 	err := doomed.Process(func(ctx context.Context, j *job.Job) (any, error) {
 		select {
 		case died <- j.ID:
 		default:
 		}
 		<-ctx.Done()
+		<-gone
 		return nil, context.Cause(ctx)
 	})
 	if err != nil {
@@ -144,6 +148,7 @@ func crashOnFirstJob(ctx context.Context, doomed, master *queue.Queue, jobs int)
 	crash, cancel := context.WithCancel(ctx)
 	cancel()
 	_ = doomed.Stop(crash)
+	close(gone)
 	return victim, nil
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
 )
 
@@ -19,7 +20,10 @@ var (
 	ErrProcessTwice     = errors.New("queue: Process called twice: a queue has one handler")
 	ErrInvalidLimit     = invalid("queue: invalid limit")
 	ErrInvalidSchedule  = invalid("queue: invalid schedule")
-	ErrInvalidState     = errors.New("queue: the State Document has an unknown state")
+	ErrInvalidTrigger   = invalid("queue: invalid trigger")
+	// ErrNoTriggerSource is a trigger's table or index that does not exist.
+	ErrNoTriggerSource = rdb.ErrNoTriggerSource
+	ErrInvalidState    = errors.New("queue: the State Document has an unknown state")
 )
 
 // invalidError is an error about the caller's input: its own message, and errors.Is

@@ -40,12 +40,6 @@ const maxTriggerName = 127
 // DefaultRescan is the re-scan window of a trigger without one.
 const DefaultRescan = 5 * time.Second
 
-// ErrInvalidTrigger is wrapped by the error of AddTrigger given a trigger it refuses.
-var ErrInvalidTrigger = fmt.Errorf("%w trigger", job.ErrInvalid)
-
-// ErrNoTriggerSource is wrapped by the error of a trigger whose table or index is missing.
-var ErrNoTriggerSource = rdb.ErrNoTriggerSource
-
 // checkTrigger refuses a trigger that cannot run, and fills its defaults: the queue's
 // database, the index's name as the field, DefaultRescan.
 func checkTrigger(t *Trigger, db string) error {

@@ -152,8 +152,13 @@ func (e *executor) hold(o *outcome) bool {
 	return p.cfg.Feed && len(o.children) > 0
 }
 
-// timeout fails a run whose timeout passed, at that moment.
+// timeout fails a run whose timeout passed, at that moment; not once Stop has cut the
+// runs off: the run is then handed back if its handler returns in time, else left to its
+// lease, and no retry is spent for the stop.
 func (e *executor) timeout(rn *run) {
+	if e.p.hard.Err() != nil {
+		return
+	}
 	e.settle(rn, func() *outcome {
 		rn.cancel(job.ErrTimeout)
 		return e.failed(rn, TimeoutError(rn.claimed.Timeout))
