@@ -331,3 +331,27 @@ func TestATriggerSurvivesItsRunnersDeath(t *testing.T) {
 	waitJobs(t, f, want...)
 	assert.Len(t, triggerJobs(t, f), 300, "one job an order")
 }
+
+// A runner whose connections go silent (no reset: packets dropped, for good) notices that
+// its feed brings nothing of a version written since, gives the silent connections up
+// and catches up: the version written after the fault gets its job.
+func TestATriggerGetsOverASilentFeed(t *testing.T) {
+	if raceDetector {
+		t.Skip("redials from several goroutines at once meet the driver's data race (rethinkdb/rethinkdb-go#488); run without -race (CI does)")
+	}
+	t.Parallel()
+	f := newFixture(t, &queue.Options{MasterInterval: -1})
+	ctx := testContext(t)
+	o := newOrders(t, f)
+	q, proxy := faultyQueue(t, f, &queue.Options{MasterInterval: time.Hour})
+	require.NoError(t, q.AddTrigger(ctx, queue.Trigger{Name: "orders", Table: "orders", Index: "updatedAt", Job: orderJob(q)}))
+	waitRunner(t, f.q, "orders")
+	o.write("o1", "placed")
+	waitJobs(t, f, "o1:placed")
+
+	proxy.Blackhole(2 * time.Second) // every open connection silent for good, new ones for 2 s
+	o.write("o2", "placed")          // written directly, not through the proxy
+	written := time.Now()
+	waitJobs(t, f, "o1:placed", "o2:placed")
+	t.Logf("o2's job came %v after its write", time.Since(written).Round(100*time.Millisecond))
+}

@@ -43,7 +43,7 @@ func (tr *triggerRun) addChanges(ctx context.Context, changes []triggerChange) e
 	if len(jobs) == 0 {
 		return nil
 	}
-	return tr.write(ctx, jobs, true)
+	return tr.timed(ctx, func(ctx context.Context) error { return tr.write(ctx, jobs, true) })
 }
 
 // write adds those of jobs that are not in the table yet. A job AddJob refuses (a parent

@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
@@ -34,6 +36,10 @@ import (
 var triggerLease = 6 * time.Second
 
 const (
+	// triggerQuery bounds each query of a runner: one that runs out of time met a
+	// connection gone silent, and the session's connections are replaced; the run ends
+	// and starts over, well within the lease.
+	triggerQuery = 3 * time.Second
 	// triggerBatch is how many versions a catch-up read takes, and a write of the feed's
 	// changes adds, at most.
 	triggerBatch = 200
@@ -56,7 +62,12 @@ func (q *Queue) runTrigger(ctx context.Context, t Trigger) {
 	var fails int
 	wait := triggerLease / 3
 	for ctx.Err() == nil {
-		s, held, ok, err := q.db.TakeTriggerLease(ctx, t.Name, me, triggerLease)
+		lctx, cancel := context.WithTimeout(ctx, triggerQuery)
+		s, held, ok, err := q.db.TakeTriggerLease(lctx, t.Name, me, triggerLease)
+		if err != nil && ctx.Err() == nil && errors.Is(lctx.Err(), context.DeadlineExceeded) {
+			q.stalled() // a connection gone silent
+		}
+		cancel()
 		switch {
 		case ctx.Err() != nil:
 		case !ok && err == nil:
@@ -123,6 +134,8 @@ type triggerRun struct {
 	made, skipped int64
 	lastSkip      string
 	recorded      time.Time
+	// seenSkips are the versions skipped in this run, by document and reason.
+	seenSkips map[string]bool
 }
 
 // source is the watched table.
@@ -146,10 +159,14 @@ func (tr *triggerRun) loop(ctx context.Context) error {
 			err = tr.follow(ctx, feed)
 		}
 		feed.stop()
-		if err != nil && !errors.Is(err, errFeedEnded) {
+		if err != nil && !errors.Is(err, errFeedEnded) && !errors.Is(err, errFeedStale) {
 			return err
 		}
-		tr.q.log.Info("a trigger's changefeed ended; catching up from its cursor", "trigger", tr.t.Name, "err", feed.err)
+		why := feed.err
+		if errors.Is(err, errFeedStale) {
+			why = err
+		}
+		tr.q.log.Info("a trigger's changefeed ended; catching up from its cursor", "trigger", tr.t.Name, "err", why)
 	}
 }
 
@@ -160,8 +177,45 @@ type triggerChange struct {
 	deleted bool
 }
 
-// errFeedEnded ends a follow whose feed ended: the run catches up again.
-var errFeedEnded = errors.New("the changefeed ended")
+// errFeedEnded ends a follow whose feed ended, and errFeedStale one whose feed brought
+// nothing of a version that was there a tick before (a connection gone silent): the run
+// catches up again.
+var (
+	errFeedEnded = errors.New("the changefeed ended")
+	errFeedStale = errors.New("the changefeed brought nothing of a version written two seconds ago: its connection may have gone silent")
+)
+
+// feedProbe is what the last tick saw: a version past the cursor (seen), and the cursor
+// then (nil: none yet).
+type feedProbe struct {
+	seen bool
+	at   *rdb.TriggerCursor
+}
+
+// feedStale reports whether the feed missed a version: one past the cursor now that was
+// past it at the last tick too, the cursor not having moved (one index read a tick).
+func (tr *triggerRun) feedStale(ctx context.Context, probe *feedProbe) (bool, error) {
+	var next []rdb.Version
+	err := tr.timed(ctx, func(ctx context.Context) (err error) {
+		next, err = tr.q.db.ReadVersions(ctx, tr.source(), tr.cursor, true, 1)
+		return err
+	})
+	if err == nil && len(next) > 0 {
+		if _, verr := versionOf(next[0].Doc, tr.t.Field); verr != nil {
+			next = nil // a value of another type sorts after every version: it waits for no feed
+		}
+	}
+	if err != nil || len(next) == 0 {
+		*probe = feedProbe{}
+		return false, err
+	}
+	moved := tr.cursor != nil && (probe.at == nil || cursorBefore(*probe.at, *tr.cursor))
+	if probe.seen && !moved {
+		return true, nil
+	}
+	*probe = feedProbe{seen: true, at: tr.cursor}
+	return false, nil
+}
 
 // triggerFeed is the watched table's changefeed, read in a goroutine into ch.
 type triggerFeed struct {
@@ -216,7 +270,11 @@ func (tr *triggerRun) catchUp(ctx context.Context) (int, error) {
 	from, ties := tr.rescanFrom()
 	n := 0
 	for {
-		versions, err := tr.q.db.ReadVersions(ctx, tr.source(), from, ties, triggerBatch)
+		var versions []rdb.Version
+		err := tr.timed(ctx, func(ctx context.Context) (err error) {
+			versions, err = tr.q.db.ReadVersions(ctx, tr.source(), from, ties, triggerBatch)
+			return err
+		})
 		if err != nil {
 			return n, err
 		}
@@ -234,7 +292,7 @@ func (tr *triggerRun) catchUp(ctx context.Context) (int, error) {
 		}
 		last := versions[len(versions)-1].Cursor(tr.t.Field)
 		from, ties = &last, true
-		tr.advance(last)
+		tr.advanceTo(versions)
 		full := len(docs) == triggerBatch
 		lag := time.Duration(0)
 		if full {
@@ -275,6 +333,7 @@ func (tr *triggerRun) rescanFrom() (*rdb.TriggerCursor, bool) {
 func (tr *triggerRun) follow(ctx context.Context, feed *triggerFeed) error {
 	tick := time.NewTicker(triggerLease / 3)
 	defer tick.Stop()
+	var probe feedProbe
 	for {
 		select {
 		case <-ctx.Done():
@@ -284,6 +343,9 @@ func (tr *triggerRun) follow(ctx context.Context, feed *triggerFeed) error {
 		case <-tick.C:
 			if err := tr.record(ctx, 0, true); err != nil {
 				return err
+			}
+			if stale, err := tr.feedStale(ctx, &probe); err != nil || stale {
+				return cmp.Or(err, errFeedStale)
 			}
 		case c := <-feed.ch:
 			batch := []triggerChange{c}
@@ -295,7 +357,7 @@ func (tr *triggerRun) follow(ctx context.Context, feed *triggerFeed) error {
 			}
 			lag := time.Duration(0)
 			for _, c := range batch {
-				if v := c.doc[tr.t.Field]; !c.deleted && v != nil {
+				if v, err := versionOf(c.doc, tr.t.Field); !c.deleted && err == nil {
 					tr.advance(rdb.TriggerCursor{V: v, ID: c.doc["id"]})
 					lag = max(lag, lagOf(v, time.Now()))
 				}
@@ -303,6 +365,18 @@ func (tr *triggerRun) follow(ctx context.Context, feed *triggerFeed) error {
 			if err := tr.record(ctx, lag, false); err != nil {
 				return err
 			}
+		}
+	}
+}
+
+// advanceTo moves the cursor to the last of versions with a time or a number. One of
+// another type (a string, written by hand) sorts after every time and number in the
+// index: a cursor there would pass over every version written after it.
+func (tr *triggerRun) advanceTo(versions []rdb.Version) {
+	for _, v := range slices.Backward(versions) {
+		if _, err := versionOf(v.Doc, tr.t.Field); err == nil {
+			tr.advance(v.Cursor(tr.t.Field))
+			return
 		}
 	}
 }
@@ -321,15 +395,27 @@ func (tr *triggerRun) record(ctx context.Context, lag time.Duration, now bool) e
 		return nil
 	}
 	p := rdb.TriggerProgress{Cursor: tr.cursor, Jobs: tr.made, Skipped: tr.skipped, LastSkip: tr.lastSkip, Lag: lag}
-	if err := tr.q.db.RecordTrigger(ctx, tr.t.Name, tr.me, triggerLease, p); err != nil {
+	err := tr.timed(ctx, func(ctx context.Context) error {
+		return tr.q.db.RecordTrigger(ctx, tr.t.Name, tr.me, triggerLease, p)
+	})
+	if err != nil {
 		return err
 	}
 	tr.made, tr.skipped, tr.lastSkip, tr.recorded = 0, 0, "", time.Now()
 	return nil
 }
 
-// skip records that the version of document id was skipped, and why.
+// skip records that the version of document id was skipped, and why: once a run, for a
+// document a catch-up reads again (one whose value sorts after the cursor for ever).
 func (tr *triggerRun) skip(id any, why error) {
+	key := fmt.Sprint(id) + "\x00" + why.Error()
+	if tr.seenSkips[key] {
+		return
+	}
+	if tr.seenSkips == nil || len(tr.seenSkips) > 10000 {
+		tr.seenSkips = make(map[string]bool)
+	}
+	tr.seenSkips[key] = true
 	tr.skipped++
 	tr.lastSkip = fmt.Sprintf("document %v: %v", id, why)
 	tr.q.log.Warn("a trigger skipped a version", "trigger", tr.t.Name, "document", id, "why", why)
@@ -358,4 +444,16 @@ func (tr *triggerRun) absent(ctx context.Context, jobs []*job.Job) ([]*job.Job, 
 		}
 	}
 	return out, nil
+}
+
+// timed runs query with ctx bounded by triggerQuery; a query that ran out of that time
+// (not ctx's) met a connection gone silent: the session's connections are replaced.
+func (tr *triggerRun) timed(ctx context.Context, query func(ctx context.Context) error) error {
+	qctx, cancel := context.WithTimeout(ctx, triggerQuery)
+	defer cancel()
+	err := query(qctx)
+	if err != nil && ctx.Err() == nil && errors.Is(qctx.Err(), context.DeadlineExceeded) {
+		tr.q.stalled()
+	}
+	return err
 }
