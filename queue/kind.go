@@ -43,15 +43,14 @@ func NewKind[T any](name string) Kind[T] {
 // Name returns the job name of the kind.
 func (k Kind[T]) Name() string { return k.name }
 
-// Job returns a new job of the kind with data as its payload and q's job options
-// (Queue.CreateJob), to add with Queue.AddJob.
-func (k Kind[T]) Job(q *Queue, data T) *job.Job {
-	return q.CreateJob(data).SetName(k.name)
+// Job returns a new job of the kind with data as its payload and a's job options
+// (CreateJob: a Queue's, or rjqtest.Adder's in a test), to add with AddJob.
+func (k Kind[T]) Job(a Adder, data T) *job.Job {
+	return a.CreateJob(data).SetName(k.name)
 }
 
 // New returns a new job of the kind with data as its payload and opts as job.New takes
-// them, its Name replaced by the kind's: for code that has no Queue, such as a producer
-// that takes an Adder, and its tests.
+// them (not a queue's job options), its Name replaced by the kind's.
 func (k Kind[T]) New(data T, opts job.Options) *job.Job {
 	opts.Name = k.name
 	return job.New(data, opts)

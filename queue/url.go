@@ -27,7 +27,7 @@ func ParseURL(s string) (*ConnectOptions, error) {
 	hostList, s := cutHosts(s)
 	u, err := url.Parse(s)
 	if err != nil {
-		return nil, fmt.Errorf("%w: connection URL: %w", ErrInvalidOption, err)
+		return nil, fmt.Errorf("%w: connection URL: %w (want rethinkdb://user:pass@host:port/db)", ErrInvalidOption, err)
 	}
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: connection URL %s: %s", ErrInvalidOption, redact(u, hostList), fmt.Sprintf(format, args...))

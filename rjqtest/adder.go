@@ -17,8 +17,10 @@ import (
 // as a queue's does and refuses what it refuses (invalid jobs, nil jobs, an id given
 // twice or added before), keeps a unique key's job as a queue does (a second add of the
 // key returns the first job, marked Duplicate, while it is unfinished or within its
-// SetUniqueFor window; SetDebounce replaces a waiting one), and records the jobs as a queue
-// stores them: waiting, with the "Job added to the queue" log entry, their payloads in
+// SetUniqueFor window; SetDebounce replaces a waiting one; a job's parents must be in the
+// call or added before), and records the jobs as a queue stores them: waiting (a job with
+// parents blocked, since nothing completes in the Adder), with the "Job added to the
+// queue" log entry, their payloads in
 // their stored form (json names, numbers as float64), which DataAs decodes. Safe for
 // concurrent use.
 type Adder struct {
@@ -75,6 +77,9 @@ func (a *Adder) AddJob(ctx context.Context, jobs ...*job.Job) ([]*job.Job, error
 	if len(exists) > 0 {
 		return nil, fmt.Errorf("%w: %v", job.ErrExists, exists)
 	}
+	if err := a.checkParents(jobs); err != nil {
+		return nil, err
+	}
 	stored := make([]*job.Job, len(jobs))
 	for i, j := range jobs {
 		s, err := a.store(j)
@@ -107,12 +112,38 @@ func (a *Adder) store(j *job.Job) (*job.Job, error) {
 	}
 	s.Attach(nil)
 	s.QueueID = QueueID
+	message := job.MessageAdded
 	if s.Status == job.Created {
 		s.Status = job.Waiting
 		s.DateEnable = rdb.DebouncedStart(s, time.Now())
+		if len(s.DependsOn()) > 0 {
+			// Its parents never complete in the Adder: it stays blocked, as in a queue.
+			s.Status, message = job.Blocked, job.MessageAddedBlocked
+		}
 	}
-	s.Log = append(s.Log, rdb.NewLog(s, QueueID, nil, job.MessageAdded, job.Information, job.Waiting))
+	s.Log = append(s.Log, rdb.NewLog(s, QueueID, nil, message, job.Information, s.Status))
 	return s, nil
+}
+
+// checkParents refuses, as a queue does, a job whose parents are neither in the call nor
+// added before.
+func (a *Adder) checkParents(jobs []*job.Job) error {
+	inCall := make(map[string]bool, len(jobs))
+	for _, j := range jobs {
+		inCall[j.ID] = true
+	}
+	var missing []string
+	for _, j := range jobs {
+		for _, p := range j.DependsOn() {
+			if _, added := a.byID[p]; !added && !inCall[p] && !slices.Contains(missing, p) {
+				missing = append(missing, p)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: not in this call nor added before: %v", job.ErrInvalidDependsOn, missing)
+	}
+	return nil
 }
 
 // cloneJob is a copy of j that shares no log or fields with it (payloads in the Adder

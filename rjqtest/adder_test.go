@@ -143,3 +143,24 @@ func TestNewQueue(t *testing.T) {
 	require.NoError(t, r.DBList().Contains(db).ReadOne(&exists, s))
 	assert.False(t, exists, "the database was dropped when the test ended")
 }
+
+// A job with parents is recorded blocked, as a queue adds it; one whose parents are
+// neither in the call nor added before is refused, as a queue refuses it.
+func TestAdderKeepsAWorkflowsChildBlocked(t *testing.T) {
+	a := rjqtest.NewAdder(nil)
+	parent := a.CreateJob("p")
+	child := a.CreateJob("c").SetDependsOn(parent.ID)
+	out, err := a.AddJob(t.Context(), parent, child)
+	require.NoError(t, err)
+	assert.Equal(t, job.Waiting, out[0].Status)
+	assert.Equal(t, job.Blocked, out[1].Status)
+	assert.Equal(t, job.MessageAddedBlocked, out[1].Log[0].Message)
+	later := a.CreateJob("later").SetDependsOn(parent.ID)
+	_, err = a.AddJob(t.Context(), later)
+	require.NoError(t, err, "a parent added before")
+
+	orphan := a.CreateJob("o").SetDependsOn(job.New(nil, job.Options{}).ID)
+	_, err = a.AddJob(t.Context(), orphan)
+	assert.ErrorIs(t, err, job.ErrInvalidDependsOn)
+	assert.Len(t, a.Jobs(), 3, "nothing added")
+}

@@ -102,7 +102,7 @@ func cmdList(ctx context.Context, c config, args []string, out io.Writer) error 
 		return usagef("list: %v", err)
 	}
 	if *status != "" && !job.Status(*status).Valid() {
-		return usagef("list: unknown status %q", *status)
+		return usagef("list: unknown status %q (want waiting, active, completed, cancelled, failed, terminated or blocked)", *status)
 	}
 	if *limit < 1 || *limit > 10000 {
 		return usagef("list: --limit must be within 1..10000")

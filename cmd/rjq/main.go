@@ -129,12 +129,13 @@ func commandUsage(name string) string {
 }
 
 const usage = `usage: rjq [--addr host:port] [--db name] [--queue name] [--json] [--tls | --tls-ca file] command [args]
-(the global flags may also come after the command)
+(the global flags may also come after the command; --addr defaults to localhost:28015,
+--db to rjqJobQueue and --queue to rjqJobList, the Node.js library's defaults)
 
 commands:
   summary                  job counts by status
   list [--status s] [--name n] [--group g] [--sequence q] [--limit n]
-       [--cursor c [--newer]] [--field path --value v] [--text t]
+       [--cursor c [--newer]] [--field path --value v] [--text t] [--after id]
                            with --status: that status's jobs in its time order (finished
                            ones newest first, waiting ones in the order workers take
                            them, blocked ones by id), a page at a time, through its

@@ -113,7 +113,7 @@ func (q *Queue) finishShutdown(ctx context.Context, last func(context.Context) e
 	}
 	if p := q.processor(); p != nil {
 		// With ctx over already, this gives up at once: the runs are cut off.
-		if err := p.Stop(ctx, q.public(ErrStopped)); waitErr == nil {
+		if err := p.Stop(ctx, q.public(errStopping)); waitErr == nil {
 			waitErr = err
 		}
 	}
@@ -139,3 +139,15 @@ func (q *Queue) finishShutdown(ctx context.Context, last func(context.Context) e
 	close(q.down)
 	return errors.Join(waitErr, lastErr)
 }
+
+// errStopping is the cause of the handler contexts a Stop cuts off: ErrStopped, in words
+// that fit a handler's log.
+var errStopping error = stoppingError{}
+
+type stoppingError struct{}
+
+func (stoppingError) Error() string {
+	return "queue: the worker is stopping: the job goes back to the queue unless its handler finishes it now"
+}
+
+func (stoppingError) Unwrap() error { return ErrStopped }

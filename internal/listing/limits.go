@@ -87,22 +87,22 @@ func SequenceRows(stats []queue.SequenceStat) []SequenceRow {
 // TriggerRow is a trigger as the tools print it in JSON (queue.TriggerStat with its
 // durations in milliseconds).
 type TriggerRow struct {
-	Name        string    `json:"name"`
-	DB          string    `json:"db"`
-	Table       string    `json:"table"`
-	Index       string    `json:"index"`
-	Field       string    `json:"field"`
-	RescanMs    int64     `json:"rescanMs"`
-	Cursor      any       `json:"cursor"`
-	CursorID    any       `json:"cursorId"`
-	LagMs       int64     `json:"lagMs"`
-	Runner      string    `json:"runner"`
-	RunnerHost  string    `json:"runnerHost"`
-	RunnerPID   int       `json:"runnerPid"`
-	RunnerSince time.Time `json:"runnerSince"`
-	Jobs        int64     `json:"jobs"`
-	Skipped     int64     `json:"skipped"`
-	LastSkip    string    `json:"lastSkip"`
+	Name        string     `json:"name"`
+	DB          string     `json:"db"`
+	Table       string     `json:"table"`
+	Index       string     `json:"index"`
+	Field       string     `json:"field"`
+	RescanMs    int64      `json:"rescanMs"`
+	Cursor      any        `json:"cursor"`
+	CursorID    any        `json:"cursorId"`
+	LagMs       int64      `json:"lagMs"`
+	Runner      string     `json:"runner"`
+	RunnerHost  string     `json:"runnerHost"`
+	RunnerPID   int        `json:"runnerPid"`
+	RunnerSince *time.Time `json:"runnerSince"`
+	Jobs        int64      `json:"jobs"`
+	Skipped     int64      `json:"skipped"`
+	LastSkip    string     `json:"lastSkip"`
 }
 
 // TriggerRows are the rows of stats (queue.Queue.Triggers), in its order.
@@ -111,8 +111,11 @@ func TriggerRows(stats []queue.TriggerStat) []TriggerRow {
 	for i, t := range stats {
 		rows[i] = TriggerRow{Name: t.Name, DB: t.DB, Table: t.Table, Index: t.Index, Field: t.Field,
 			RescanMs: t.Rescan.Milliseconds(), Cursor: t.Cursor, CursorID: t.CursorID, LagMs: t.Lag.Milliseconds(),
-			Runner: t.Runner, RunnerHost: t.RunnerHost, RunnerPID: t.RunnerPID, RunnerSince: t.RunnerSince,
+			Runner: t.Runner, RunnerHost: t.RunnerHost, RunnerPID: t.RunnerPID,
 			Jobs: t.Jobs, Skipped: t.Skipped, LastSkip: t.LastSkip}
+		if t.Runner != "" {
+			rows[i].RunnerSince = &t.RunnerSince
+		}
 	}
 	return rows
 }
