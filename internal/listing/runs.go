@@ -30,8 +30,9 @@ type Run struct {
 	// the database format); else from Started to Ended; 0 when neither is known.
 	DurationMs float64 `json:"durationMs,omitempty"`
 	// Outcome is the status the run left the job in (completed, failed, terminated,
-	// cancelled, or waiting when repeated or passed back), "running" while it goes on, or
-	// "unknown" when the job moved on without an entry that says how.
+	// cancelled, or waiting when repeated or passed back), "handed back" when its worker
+	// stopped while it ran, "running" while it goes on, or "unknown" when the job moved on
+	// without an entry that says how.
 	Outcome string `json:"outcome"`
 	Message string `json:"message,omitempty"`
 	// Reason says why the run ended when its entry alone does not: a run that a Queue
@@ -105,6 +106,9 @@ func Runs(j *job.Job) (before []job.LogEntry, runs []*Run) {
 // OrphanReason is a run's Reason when a Queue Master's review failed it.
 const OrphanReason = "its worker stopped answering (no heartbeat or progress until its lease ended): a Queue Master's review failed the run"
 
+// HandBackReason is the reason of a run its worker handed back as it stopped.
+const HandBackReason = "its worker stopped while it ran (Queue.Stop): the job went back to the queue, no retry spent"
+
 // Stack is an error stack as shown: empty for the placeholder the original writes when
 // an error has none.
 func Stack(s string) string {
@@ -145,8 +149,11 @@ func (u *Run) end(e job.LogEntry) {
 	u.Outcome = string(e.Status)
 	u.Message = e.Message
 	u.ErrorMessage, u.ErrorStack = e.ErrorMessage, Stack(e.ErrorStack)
-	if e.Message == rdb.MessageOrphan {
+	switch e.Message {
+	case rdb.MessageOrphan:
 		u.Reason = OrphanReason
+	case job.MessageWorkerStopped:
+		u.Outcome, u.Reason = "handed back", HandBackReason
 	}
 	switch {
 	case e.Duration > 0:

@@ -84,3 +84,18 @@ func TestGroupRuns(t *testing.T) {
 // rjq show against a queue that ran a job twice: a failure, then a panic that
 // terminated it. The text groups the log by run, with each run's worker, error and
 // stack; --json carries the runs beside the job's own fields.
+
+// A run its worker handed back as it stopped says so.
+func TestRunsNameAHandBack(t *testing.T) {
+	j := job.New(nil, job.Options{})
+	at := time.Now()
+	j.Log = []job.LogEntry{
+		{Date: at, Message: job.MessageAdded, Status: job.Waiting},
+		{Date: at, Message: job.MessageActive, Status: job.Active, QueueID: "h:db:q:1:x"},
+		{Date: at.Add(time.Second), Message: job.MessageWorkerStopped, Status: job.Waiting, Type: job.Warning, ProcessCount: 1},
+	}
+	_, runs := Runs(j)
+	require.Len(t, runs, 1)
+	assert.Equal(t, "handed back", runs[0].Outcome)
+	assert.Equal(t, HandBackReason, runs[0].Reason)
+}
