@@ -18,7 +18,7 @@ import (
 // a new session in the background and swaps it in; the old one is closed, which ends every query and changefeed still waiting on
 // it, and their callers try again on the new one.
 //
-// A Conn is an r.QueryExecutor: queries are built from the first session's options (the
+// A Conn is an r.QueryExecutor: queries are built from the options of the session it dialed at the start (the
 // embedded session, never queried after a swap) and run on the current one.
 type Conn struct {
 	*r.Session // builds the queries; see Conn
