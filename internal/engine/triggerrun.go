@@ -230,9 +230,10 @@ func (tr *triggerRun) openFeed(ctx context.Context) (*triggerFeed, error) {
 	fctx, cancel := context.WithCancel(ctx)
 	f := &triggerFeed{ch: make(chan triggerChange, triggerFeedBuffer), done: make(chan struct{}), cancel: cancel}
 	open := make(chan struct{})
+	var overflow error
 	go func() {
 		defer close(f.done)
-		f.err = changefeed.Follow(fctx, tr.q.session, tr.source().Term(), r.RunOpts{}, func() { close(open) }, func(c changefeed.Change) {
+		err := changefeed.Follow(fctx, tr.q.session, tr.source().Term(), r.RunOpts{}, func() { close(open) }, func(c changefeed.Change) {
 			ch := triggerChange{doc: c.New}
 			if c.New == nil {
 				if c.Old == nil || tr.t.Deleted == nil {
@@ -243,17 +244,24 @@ func (tr *triggerRun) openFeed(ctx context.Context) (*triggerFeed, error) {
 			select {
 			case f.ch <- ch:
 			default:
-				f.err = fmt.Errorf("more than %d changes came while the trigger caught up", triggerFeedBuffer)
+				overflow = fmt.Errorf("more than %d changes came while the trigger caught up", triggerFeedBuffer)
 				cancel()
 			}
 		})
+		f.err = cmp.Or(overflow, err)
 	}()
+	wait := time.NewTimer(triggerQuery)
+	defer wait.Stop()
 	select {
 	case <-open:
 		return f, nil
 	case <-f.done:
 		cancel()
 		return nil, fmt.Errorf("trigger %s: open the changefeed of %s.%s: %w", tr.t.Name, tr.t.DB, tr.t.Table, f.err)
+	case <-wait.C:
+		f.stop()
+		tr.q.stalled() // a connection gone silent
+		return nil, fmt.Errorf("trigger %s: open the changefeed of %s.%s: no answer in %v", tr.t.Name, tr.t.DB, tr.t.Table, triggerQuery)
 	}
 }
 
