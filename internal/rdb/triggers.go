@@ -235,7 +235,7 @@ func (t *Table) CheckTriggerSource(ctx context.Context, src TriggerSource) error
 }
 
 // ErrNoTriggerSource is wrapped by the error of a trigger whose table or index is missing.
-var ErrNoTriggerSource = errors.New("no such table or index to watch")
+var ErrNoTriggerSource = errors.New("queue: no such table or index to watch")
 
 // ReadVersions reads up to n documents of src in its index's order, from the cursor from
 // (closed; nil: from the start); with ties, the documents of from's value up to its id
