@@ -203,12 +203,15 @@ func (o *orchestrator) anyKilled() bool {
 
 // readAdded reads the producer's ledger: job id → retryMax.
 func readAdded(path string) (map[string]int, error) {
+	out := map[string]int{}
 	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return out, nil // no producer ran (-rate 0)
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	out := map[string]int{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fs := strings.Fields(sc.Text())
