@@ -75,6 +75,7 @@ func main() {
 	triggers := flag.Bool("triggers", false, "soak a trigger: a writer process writes the table orders, the workers run the trigger's jobs")
 	writeRate := flag.Float64("write-rate", 100, "with -triggers: writes a second to the table orders")
 	runnersDown := flag.Duration("runners-down", 0, "with -triggers: stop every worker for this long in the middle of the soak (the trigger catches up after)")
+	features := flag.Bool("features", false, "with -triggers: the trigger's jobs use groups with running limits, sequences, unique keys and children")
 	flag.Parse()
 	if *triggers && *role == "" && !flagGiven("rate") {
 		*rate = 20 // the trigger's jobs are most of the work: a few others beside them
@@ -87,7 +88,7 @@ func main() {
 	case "producer":
 		err = runProducer(ctx, *addr, *db, *ledger, *rate, *concurrency)
 	case "worker":
-		err = runWorker(ctx, *addr, *db, *ledger, *concurrency, *fail, *triggers)
+		err = runWorker(ctx, *addr, *db, *ledger, *concurrency, *fail, *triggers, *features)
 	case "writer":
 		err = runWriter(ctx, *addr, *db, *ledger, *writeRate, writerConns)
 	case "":
@@ -102,7 +103,8 @@ func main() {
 		o := &orchestrator{
 			addr: *addr, server: *server, dir: *dir, duration: *duration, workers: *workers,
 			concurrency: *concurrency, rate: *rate, fail: *fail, faultsMin: *faultsMin, faultsMax: *faultsMax,
-			kinds: strings.Split(*kinds, ","), triggers: *triggers, writeRate: *writeRate, runnersDown: *runnersDown,
+			kinds: strings.Split(*kinds, ","), triggers: *triggers, features: *triggers && *features,
+			writeRate: *writeRate, runnersDown: *runnersDown,
 		}
 		err = o.run(ctx)
 	default:

@@ -34,9 +34,9 @@ type orchestrator struct {
 	kinds                []string
 	// triggers adds the writer and the trigger (see triggersoak.go); writeRate and
 	// runnersDown are its -write-rate and -runners-down.
-	triggers    bool
-	writeRate   float64
-	runnersDown time.Duration
+	triggers, features bool
+	writeRate          float64
+	runnersDown        time.Duration
 
 	srv   *serverProc
 	proxy *wirecount.Proxy
@@ -45,6 +45,7 @@ type orchestrator struct {
 	mu       sync.Mutex
 	procs    map[*child]bool // the worker processes running
 	children []*child        // every worker process started, in order
+	started  []*child        // every process started
 	faults   map[string]int
 	crashes  []string
 	nextID   int
@@ -71,6 +72,7 @@ func (o *orchestrator) logf(format string, args ...any) {
 func (o *orchestrator) run(ctx context.Context) error {
 	o.faults = map[string]int{}
 	o.procs = map[*child]bool{}
+	defer o.killAll()
 	o.db = fmt.Sprintf("rjqsoak_%d", time.Now().Unix())
 	if err := os.MkdirAll(o.dir, 0o755); err != nil {
 		return err
@@ -105,6 +107,11 @@ func (o *orchestrator) run(ctx context.Context) error {
 		}
 		defer o.rs.Close()
 	}
+	if o.features {
+		if err := setGroupLimits(ctx, observer); err != nil {
+			return err
+		}
+	}
 	return o.soak(ctx, observer)
 }
 
@@ -132,7 +139,7 @@ func (o *orchestrator) soak(ctx context.Context, observer *queue.Queue) error {
 		o.stopChild(c)
 	}
 
-	var tres *triggerResult
+	var more []summary
 	if o.triggers {
 		o.waitTrigger(ctx, observer)
 	}
@@ -142,12 +149,12 @@ func (o *orchestrator) soak(ctx context.Context, observer *queue.Queue) error {
 		return err
 	}
 	if o.triggers {
-		if tres, err = o.checkTriggers(ctx, &res); err != nil {
+		if more, err = o.checkTriggers(ctx, &res); err != nil {
 			return err
 		}
 	}
 	o.stopWorkers()
-	return o.report(res, tres, started)
+	return o.report(res, more, started)
 }
 
 // startFeeders starts the processes that feed the queue: the producer (unless -rate is 0)
@@ -190,7 +197,7 @@ func (o *orchestrator) stopChild(c *child) {
 
 // report completes res with the soak's crashes, faults and time since started, prints
 // it and writes it to result.txt, and fails when it found defects.
-func (o *orchestrator) report(res result, tres *triggerResult, started time.Time) error {
+func (o *orchestrator) report(res result, more []summary, started time.Time) error {
 	res.crashes = len(o.crashes)
 	res.faults = o.faults
 	res.took = time.Since(started)
@@ -198,14 +205,16 @@ func (o *orchestrator) report(res result, tres *triggerResult, started time.Time
 		o.logf("crash: %s", c)
 	}
 	line := res.String()
-	if tres != nil {
-		line += "\n" + tres.String()
+	clean := res.clean()
+	for _, m := range more {
+		line += "\n" + m.String()
+		clean = clean && m.clean()
 	}
 	fmt.Println(line)
 	if err := os.WriteFile(filepath.Join(o.dir, "result.txt"), []byte(line+"\n"), 0o644); err != nil {
 		return err
 	}
-	if !res.clean() || (tres != nil && !tres.clean()) {
+	if !clean {
 		return fmt.Errorf("the soak found defects (details above; files in %s)", o.dir)
 	}
 	return nil
@@ -223,6 +232,9 @@ func (o *orchestrator) start(role, ledger string, args ...string) (*child, error
 	if o.triggers {
 		all = append(all, "-triggers")
 	}
+	if o.features {
+		all = append(all, "-features")
+	}
 	c.cmd = exec.Command(exe, all...)
 	out, err := os.Create(filepath.Join(o.dir, c.name+".log"))
 	if err != nil {
@@ -238,7 +250,27 @@ func (o *orchestrator) start(role, ledger string, args ...string) (*child, error
 		out.Close()
 		close(c.exited)
 	}()
+	o.mu.Lock()
+	o.started = append(o.started, c)
+	o.mu.Unlock()
 	return c, nil
+}
+
+// killAll SIGKILLs every process the soak started that still runs, and waits for them:
+// a soak that ends on an error leaves none behind.
+func (o *orchestrator) killAll() {
+	o.mu.Lock()
+	all := slices.Clone(o.started)
+	o.down = true // no worker is started again
+	o.mu.Unlock()
+	for _, c := range all {
+		select {
+		case <-c.exited:
+		default:
+			c.cmd.Process.Kill()
+			<-c.exited
+		}
+	}
 }
 
 // startWorker starts one more worker process and watches it: one that exits without
@@ -280,7 +312,8 @@ func (o *orchestrator) crash(name string, err error) {
 	o.crashes = append(o.crashes, fmt.Sprintf("%s exited: %v (see %s.log)", name, err, name))
 }
 
-// faultLoop makes a fault every faultsMin..faultsMax until end.
+// faultLoop makes a fault every faultsMin..faultsMax until end, of each kind in turn (in
+// a random order each round).
 func (o *orchestrator) faultLoop(ctx context.Context, end time.Time) {
 	var kinds []string
 	for _, k := range o.kinds {
@@ -295,6 +328,7 @@ func (o *orchestrator) faultLoop(ctx context.Context, end time.Time) {
 		<-time.After(time.Until(end))
 		return
 	}
+	var deck []string // the kinds still to make this round, in a random order: each comes as often
 	for {
 		wait := o.faultsMin + rand.N(o.faultsMax-o.faultsMin+1)
 		if time.Now().Add(wait).After(end) {
@@ -308,7 +342,12 @@ func (o *orchestrator) faultLoop(ctx context.Context, end time.Time) {
 		if !time.Now().Before(end) {
 			return
 		}
-		kind := kinds[rand.N(len(kinds))]
+		if len(deck) == 0 {
+			deck = slices.Clone(kinds)
+			rand.Shuffle(len(deck), func(i, j int) { deck[i], deck[j] = deck[j], deck[i] })
+		}
+		kind := deck[0]
+		deck = deck[1:]
 		from := time.Now()
 		d := 2*time.Second + rand.N(6*time.Second)
 		switch kind {

@@ -30,22 +30,29 @@ type ledgered struct {
 	at      time.Time // its updatedAt, for an acknowledged write
 }
 
-// orderJob is one job the trigger made, as the queue's table holds it.
+// orderJob is one job the trigger made (or, with features, a child of one), as the
+// queue's table holds it.
 type orderJob struct {
-	id, doc      string // doc and v: its payload
-	v            int
-	status       job.Status
-	processCount int
+	id, name, doc string // doc and v: its payload
+	v             int
+	status        job.Status
+	processCount  int
 	// trigger, markDoc and at are its rjqTrigger field: the trigger's name, the document
 	// and the version's index value.
 	trigger, markDoc string
 	at               time.Time
+	// group, seqKey, seqAt, uniqueKey and parents are its features (-features): its
+	// group, its sequence's key and place, its unique key, and its parents.
+	group, seqKey, uniqueKey string
+	seqAt                    int64
+	parents                  []string
 }
 
 // triggerResult is what the checks of the trigger found.
 type triggerResult struct {
 	writes, acked, unknown, noop int
 	docs, jobs                   int
+	uniqueDocs                   int // documents whose jobs have a unique key
 	// missed counts the documents whose last version has no job; unfinished the
 	// trigger's jobs not completed; doubled the versions with two jobs or more; phantoms
 	// the jobs of no version written; lostWrites the documents the table holds behind
@@ -67,9 +74,18 @@ func (t triggerResult) String() string {
 	return fmt.Sprintf("soak triggers: %d writes to %d documents (%d acknowledged, %d unknown, %d superseded), %d jobs; "+
 		"%d documents whose last version has no job, %d jobs not completed, %d versions with two jobs or more, "+
 		"%d jobs of a version never written, %d documents behind their last acknowledged write; "+
-		"intermediate versions with a job: %s, in the stretches without faults %s",
+		"intermediate versions with a job: %s, in the stretches without faults %s%s",
 		t.writes, t.docs, t.acked, t.unknown, t.noop, t.jobs, t.missed, t.unfinished, t.doubled, t.phantoms, t.lostWrites,
-		share(t.intermediateJobs, t.intermediate), share(t.quietJobs, t.quiet))
+		share(t.intermediateJobs, t.intermediate), share(t.quietJobs, t.quiet), uniqueNote(t.uniqueDocs))
+}
+
+// uniqueNote says how many documents were left out of the counts of the last and the
+// intermediate versions for their unique key.
+func uniqueNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d documents with a unique key left out of both: its rules coalesce their versions)", n)
 }
 
 // share is "n of of (p%)".
@@ -105,9 +121,22 @@ type docVersion struct {
 // a version written (acknowledged with its updatedAt, or unknown), and the only one of
 // its version; the table holds no document behind its last acknowledged write. It counts
 // the intermediate versions (acknowledged, not their document's last) that got a job,
-// overall and among those written more than margin away from every fault span.
-func checkOrders(writes []ledgered, final map[string]version, jobs []orderJob, spans []span, margin time.Duration) triggerResult {
+// overall and among those written more than margin away from every fault span. The
+// documents unique reports true for (nil: none) have jobs with a unique key, whose rules
+// coalesce versions: their last versions and intermediate versions are not counted.
+// Jobs named shipJobName are not the trigger's, and left out.
+func checkOrders(writes []ledgered, final map[string]version, all []orderJob, spans []span, margin time.Duration,
+	unique func(doc string) bool) triggerResult {
 	var t triggerResult
+	if unique == nil {
+		unique = func(string) bool { return false }
+	}
+	var jobs []orderJob
+	for _, j := range all {
+		if j.name != shipJobName {
+			jobs = append(jobs, j)
+		}
+	}
 	byKey := make(map[docVersion]ledgered, len(writes))
 	lastAck := map[string]int{} // every document written, with its last acknowledged version (0: none)
 	for _, w := range writes {
@@ -127,11 +156,11 @@ func checkOrders(writes []ledgered, final map[string]version, jobs []orderJob, s
 	t.jobs = len(jobs)
 	jobsOf := checkJobs(&t, byKey, final, jobs)
 	for _, doc := range slices.Sorted(maps.Keys(lastAck)) {
-		checkLast(&t, doc, lastAck[doc], byKey, final, jobsOf)
+		checkLast(&t, doc, lastAck[doc], byKey, final, jobsOf, unique(doc))
 	}
 	for _, w := range writes {
 		f, ok := final[w.doc]
-		if w.outcome != writeAcked || !ok || w.v >= f.v {
+		if w.outcome != writeAcked || !ok || w.v >= f.v || unique(w.doc) {
 			continue
 		}
 		jobbed := len(jobsOf[docVersion{w.doc, w.v}]) > 0
@@ -199,8 +228,9 @@ func checkJobs(t *triggerResult, byKey map[docVersion]ledgered, final map[string
 }
 
 // checkLast checks one document's last version in the table: not behind its last
-// acknowledged write (lastAck), a version written, with a job.
-func checkLast(t *triggerResult, doc string, lastAck int, byKey map[docVersion]ledgered, final map[string]version, jobsOf map[docVersion][]orderJob) {
+// acknowledged write (lastAck), a version written, with a job (unless unique).
+func checkLast(t *triggerResult, doc string, lastAck int, byKey map[docVersion]ledgered, final map[string]version,
+	jobsOf map[docVersion][]orderJob, unique bool) {
 	f, ok := final[doc]
 	if !ok {
 		if lastAck > 0 {
@@ -217,6 +247,10 @@ func checkLast(t *triggerResult, doc string, lastAck int, byKey map[docVersion]l
 	if !ok || w.outcome == writeNoop || (w.outcome == writeAcked && !sameMilli(w.at, f.at)) {
 		t.lostWrites++
 		t.note("behind", "document %s is at version %d (%s), which no write of the ledger wrote", doc, f.v, stamp(f.at))
+	}
+	if unique {
+		t.uniqueDocs++
+		return
 	}
 	if len(jobsOf[docVersion{doc, f.v}]) == 0 {
 		t.missed++

@@ -31,6 +31,7 @@ func TestCheckOrders(t *testing.T) {
 		final  map[string]version
 		jobs   []orderJob
 		spans  []span
+		unique func(string) bool
 		want   triggerResult // the counts compared
 	}{
 		{name: "clean", writes: writes, final: final, jobs: jobs, spans: fault,
@@ -59,6 +60,9 @@ func TestCheckOrders(t *testing.T) {
 			want: triggerResult{writes: 5, acked: 4, unknown: 1, docs: 2, jobs: 5, lostWrites: 1, intermediate: 2, intermediateJobs: 2, quiet: 2, quietJobs: 2}},
 		{name: "an acknowledged document missing from the table", writes: writes, final: map[string]version{"b": {2, at(30)}}, jobs: jobs[3:], spans: fault,
 			want: triggerResult{writes: 5, acked: 4, unknown: 1, docs: 1, jobs: 2, lostWrites: 1, intermediate: 1, intermediateJobs: 1, quiet: 1, quietJobs: 1}},
+		{name: "a unique-key document's last version coalesced into an earlier job", writes: writes, final: final, jobs: jobs[:4], spans: fault,
+			unique: func(doc string) bool { return doc == "b" },
+			want:   triggerResult{writes: 5, acked: 4, unknown: 1, docs: 2, uniqueDocs: 1, jobs: 4, intermediate: 2, intermediateJobs: 2, quiet: 2, quietJobs: 2}},
 		{name: "a document never landed: nothing to check", writes: []ledgered{unknown("c", 1)}, final: map[string]version{},
 			want: triggerResult{writes: 1, unknown: 1}},
 		{name: "the table at a version no write wrote", writes: writes, final: map[string]version{"a": {3, at(41)}, "b": {2, at(30)}},
@@ -67,7 +71,7 @@ func TestCheckOrders(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := checkOrders(tt.writes, tt.final, tt.jobs, tt.spans, 10*time.Second)
+			got := checkOrders(tt.writes, tt.final, tt.jobs, tt.spans, 10*time.Second, tt.unique)
 			assert.Equal(t, tt.want.clean(), got.clean(), "clean")
 			got.details, got.noted = nil, nil
 			assert.Equal(t, tt.want, got)

@@ -191,9 +191,17 @@ func (o *orchestrator) lastVersion(ctx context.Context) (time.Time, error) {
 	return at, err
 }
 
+// summary is a line of the soak's result, and whether it found no defect.
+type summary interface {
+	String() string
+	clean() bool
+}
+
 // checkTriggers reads the writer's ledger, the orders table and the trigger's jobs, and
-// checks them (checkOrders); each job's runs are judged as the producer's are, into res.
-func (o *orchestrator) checkTriggers(ctx context.Context, res *result) (*triggerResult, error) {
+// checks them (checkOrders, and with features checkFeatures); each job's runs are
+// judged as the producer's are, into res (but those of unique-key jobs, whose id is
+// reused by the next job of the key).
+func (o *orchestrator) checkTriggers(ctx context.Context, res *result) ([]summary, error) {
 	writes, err := readWrites(filepath.Join(o.dir, "writer.ledger"))
 	if err != nil {
 		return nil, err
@@ -211,18 +219,30 @@ func (o *orchestrator) checkTriggers(ctx context.Context, res *result) (*trigger
 		return nil, err
 	}
 	for _, j := range jobs {
-		if j.status.Finished() {
+		if j.status.Finished() && j.uniqueKey == "" {
 			o.judge(res, &job.Job{ID: j.id, Status: j.status, ProcessCount: j.processCount}, runs[j.id])
 		}
 	}
 	o.mu.Lock()
 	spans := append([]span(nil), o.spans...)
 	o.mu.Unlock()
-	tr := checkOrders(writes, final, jobs, spans, quietMargin)
+	var unique func(string) bool
+	if o.features {
+		unique = func(doc string) bool { return featuresOf(doc).unique }
+	}
+	tr := checkOrders(writes, final, jobs, spans, quietMargin, unique)
 	for _, d := range tr.details {
 		o.logf("%s", d)
 	}
-	return &tr, nil
+	out := []summary{tr}
+	if o.features {
+		fr := checkFeatures(jobs, runs, writes, final, groupLimits)
+		for _, d := range fr.details {
+			o.logf("%s", d)
+		}
+		out = append(out, fr)
+	}
+	return out, nil
 }
 
 // quietMargin is how far from any fault a version is written in a stretch without faults:
@@ -252,12 +272,13 @@ func (o *orchestrator) readOrders(ctx context.Context) (map[string]version, erro
 	return out, nil
 }
 
-// readOrderJobs reads the trigger's jobs from the queue's table.
+// readOrderJobs reads the trigger's jobs and their children from the queue's table.
 func (o *orchestrator) readOrderJobs(ctx context.Context) ([]orderJob, error) {
 	qctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	var docs []struct {
 		ID           string `rethinkdb:"id"`
+		Name         string `rethinkdb:"name"`
 		Status       string `rethinkdb:"status"`
 		ProcessCount int    `rethinkdb:"processCount"`
 		Data         struct {
@@ -269,9 +290,17 @@ func (o *orchestrator) readOrderJobs(ctx context.Context) ([]orderJob, error) {
 			Doc  string    `rethinkdb:"doc"`
 			At   time.Time `rethinkdb:"at"`
 		} `rethinkdb:"rjqTrigger"`
+		Group     string   `rethinkdb:"rjqGroup"`
+		Sequence  string   `rethinkdb:"rjqSequence"`
+		SeqAt     int64    `rethinkdb:"rjqSequenceAt"`
+		UniqueKey string   `rethinkdb:"rjqUniqueKey"`
+		DependsOn []string `rethinkdb:"rjqDependsOn"`
 	}
-	cur, err := r.DB(o.db).Table(queueName).Filter(r.Row.Field("name").Eq(orderJobName)).
-		Pluck("id", "status", "processCount", "data", "rjqTrigger").Run(o.rs, r.RunOpts{Context: qctx})
+	cur, err := r.DB(o.db).Table(queueName).Filter(func(j r.Term) r.Term {
+		return r.Expr([]string{orderJobName, shipJobName}).Contains(j.Field("name"))
+	}).
+		Pluck("id", "name", "status", "processCount", "data", "rjqTrigger", "rjqGroup", "rjqSequence", "rjqSequenceAt",
+			"rjqUniqueKey", "rjqDependsOn").Run(o.rs, r.RunOpts{Context: qctx})
 	if err != nil {
 		return nil, fmt.Errorf("read the trigger's jobs: %w", err)
 	}
@@ -280,8 +309,9 @@ func (o *orchestrator) readOrderJobs(ctx context.Context) ([]orderJob, error) {
 	}
 	out := make([]orderJob, len(docs))
 	for i, d := range docs {
-		out[i] = orderJob{id: d.ID, doc: d.Data.Doc, v: d.Data.V, status: job.Status(d.Status),
-			processCount: d.ProcessCount, trigger: d.Trigger.Name, markDoc: d.Trigger.Doc, at: d.Trigger.At}
+		out[i] = orderJob{id: d.ID, name: d.Name, doc: d.Data.Doc, v: d.Data.V, status: job.Status(d.Status),
+			processCount: d.ProcessCount, trigger: d.Trigger.Name, markDoc: d.Trigger.Doc, at: d.Trigger.At,
+			group: d.Group, seqKey: d.Sequence, seqAt: d.SeqAt, uniqueKey: d.UniqueKey, parents: d.DependsOn}
 	}
 	return out, nil
 }

@@ -53,12 +53,14 @@ func runWriter(ctx context.Context, addr, db, ledgerPath string, rate float64, w
 		return err
 	}
 	defer l.Close()
-	s, err := connectUntil(ctx, r.ConnectOpts{Address: addr, Database: db, MaxOpen: writers,
-		Timeout: writeTimeout, ReadTimeout: 2 * writeTimeout, WriteTimeout: 2 * writeTimeout})
+	opts := r.ConnectOpts{Address: addr, Database: db, MaxOpen: writers,
+		Timeout: writeTimeout, ReadTimeout: 2 * writeTimeout, WriteTimeout: 2 * writeTimeout}
+	first, err := connectUntil(ctx, opts)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
+	s := &writerSession{s: first, opts: opts}
+	defer s.close()
 	var mu sync.Mutex // the documents and the ledger
 	var docs []*order
 	var counts [3]int // by outcome
@@ -67,7 +69,10 @@ func runWriter(ctx context.Context, addr, db, ledgerPath string, rate float64, w
 	for range writers {
 		wg.Go(func() {
 			for w := range writes {
-				out, at := writeOrder(s, db, w.o.id, w.v)
+				out, at := writeOrder(s.get(), db, w.o.id, w.v)
+				if out == writeUnknown {
+					s.heal()
+				}
 				mu.Lock()
 				w.o.busy = false
 				counts[out]++
@@ -132,6 +137,52 @@ func nextWrite(docs *[]*order) orderWrite {
 	o.v++
 	o.busy = true
 	return orderWrite{o: o, v: o.v}
+}
+
+// writerSession is the writer's session, replaced after a write whose answer was lost:
+// a silent connection never answers again, and the driver would go on sending writes on
+// it until its read timeout.
+type writerSession struct {
+	opts    r.ConnectOpts
+	mu      sync.Mutex
+	s       *r.Session
+	healing bool
+	healed  time.Time
+	old     sync.WaitGroup // the replaced sessions being closed
+}
+
+func (ws *writerSession) get() *r.Session {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.s
+}
+
+// heal replaces the session with a new one, at most once a second; when the new one
+// cannot connect (a partition), the old one stays.
+func (ws *writerSession) heal() {
+	ws.mu.Lock()
+	if ws.healing || time.Since(ws.healed) < time.Second {
+		ws.mu.Unlock()
+		return
+	}
+	ws.healing = true
+	ws.mu.Unlock()
+	s, err := r.Connect(ws.opts)
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.healing, ws.healed = false, time.Now()
+	if err != nil {
+		return
+	}
+	old := ws.s
+	ws.s = s
+	ws.old.Go(func() { old.Close() }) // a silent connection holds Close until its timeout
+}
+
+// close closes the session, and waits for the replaced ones to close.
+func (ws *writerSession) close() {
+	ws.get().Close()
+	ws.old.Wait()
 }
 
 // connectUntil connects, again each second after a failure (a fault under way), until it
