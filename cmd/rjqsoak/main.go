@@ -29,7 +29,7 @@
 // per document) and updatedAt = r.now() (the trigger's index), and every worker declares
 // the trigger "orders", whose job "order" carries {doc, v}. The writer appends each write
 // to its ledger, fsynced: "ack" with the updatedAt the server wrote, "unknown" when the
-// answer was lost. The producer then adds -rate 20 jobs a second unless told otherwise.
+// answer was lost ("try" before each write, in case the writer dies during it). The producer then adds -rate 20 jobs a second unless told otherwise.
 // With -runners-down, every worker is stopped for that long in the middle of the soak
 // while the writer goes on, and started again: the trigger catches up. At the end the
 // writer stops, the soak waits for the trigger to catch up and the queue to drain, and
@@ -143,6 +143,13 @@ func (l *ledgerFile) write(fields ...string) error {
 		return err
 	}
 	return l.f.Sync()
+}
+
+// writeUnsynced appends one line made of fields, without syncing it: it survives the
+// process's death, not the machine's.
+func (l *ledgerFile) writeUnsynced(fields ...string) error {
+	_, err := l.f.WriteString(strings.Join(fields, " ") + "\n")
+	return err
 }
 
 func (l *ledgerFile) Close() error { return l.f.Close() }

@@ -292,11 +292,32 @@ func readWrites(path string) ([]ledgered, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return collectWrites(bufio.NewScanner(f))
+}
+
+// collectWrites reads the writer's ledger lines: each write once, with its outcome; a
+// write tried whose outcome has no line (its writer died meanwhile) is unknown.
+func collectWrites(sc *bufio.Scanner) ([]ledgered, error) {
 	var out []ledgered
-	sc := bufio.NewScanner(f)
+	at := map[docVersion]int{} // index in out
 	for sc.Scan() {
-		if w, ok := parseWrite(sc.Text()); ok {
-			out = append(out, w)
+		w, ok := parseWrite(sc.Text())
+		if !ok {
+			continue
+		}
+		k := docVersion{w.doc, w.v}
+		if i, seen := at[k]; seen {
+			if w.outcome != writeTried {
+				out[i] = w
+			}
+			continue
+		}
+		at[k] = len(out)
+		out = append(out, w)
+	}
+	for i := range out {
+		if out[i].outcome == writeTried {
+			out[i].outcome = writeUnknown
 		}
 	}
 	return out, sc.Err()
@@ -323,6 +344,8 @@ func parseWrite(line string) (ledgered, bool) {
 		w.outcome, w.at = writeAcked, time.Unix(0, ns)
 	case fs[0] == "unknown" && len(fs) == 3:
 		w.outcome = writeUnknown
+	case fs[0] == "try" && len(fs) == 3:
+		w.outcome = writeTried
 	case fs[0] == "noop" && len(fs) == 3:
 		w.outcome = writeNoop
 	default:

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,6 +129,19 @@ func TestParseWrite(t *testing.T) {
 	got, ok := parseWrite(joinFields(ledgerLine(writeAcked, "o9", 2, at)))
 	assert.True(t, ok)
 	assert.Equal(t, ledgered{doc: "o9", v: 2, outcome: writeAcked, at: at}, got)
+}
+
+func TestCollectWrites(t *testing.T) {
+	at := time.Unix(0, 1764400000123000000)
+	lines := "try o1 1\ntry o2 1\nack o1 1 1764400000123000000\ntry o1 2\nunknown o2 1\ntry o3 1\nnoop o1 2\ntry o1"
+	got, err := collectWrites(bufio.NewScanner(strings.NewReader(lines)))
+	assert.NoError(t, err)
+	assert.Equal(t, []ledgered{
+		{doc: "o1", v: 1, outcome: writeAcked, at: at},
+		{doc: "o2", v: 1, outcome: writeUnknown},
+		{doc: "o1", v: 2, outcome: writeNoop},
+		{doc: "o3", v: 1, outcome: writeUnknown}, // tried, its outcome never written
+	}, got)
 }
 
 func joinFields(fs []string) string {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
+	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 )
 
 // ordersTable is the user table the writer writes and the trigger watches; ordersIndex
@@ -63,12 +65,18 @@ func runWriter(ctx context.Context, addr, db, ledgerPath string, rate float64, w
 	defer s.close()
 	var mu sync.Mutex // the documents and the ledger
 	var docs []*order
-	var counts [3]int // by outcome
+	var counts [4]int // by outcome
 	writes := make(chan orderWrite)
 	var wg sync.WaitGroup
 	for range writers {
 		wg.Go(func() {
 			for w := range writes {
+				mu.Lock()
+				err := l.writeUnsynced("try", w.o.id, strconv.Itoa(w.v))
+				mu.Unlock()
+				if err != nil {
+					fmt.Println("writer: ledger:", err)
+				}
 				out, at := writeOrder(s.get(), db, w.o.id, w.v)
 				if out == writeUnknown {
 					s.heal()
@@ -76,7 +84,7 @@ func runWriter(ctx context.Context, addr, db, ledgerPath string, rate float64, w
 				mu.Lock()
 				w.o.busy = false
 				counts[out]++
-				err := l.write(ledgerLine(out, w.o.id, w.v, at)...)
+				err = l.write(ledgerLine(out, w.o.id, w.v, at)...)
 				mu.Unlock()
 				if err != nil {
 					fmt.Println("writer: ledger:", err)
@@ -167,7 +175,7 @@ func (ws *writerSession) heal() {
 	}
 	ws.healing = true
 	ws.mu.Unlock()
-	s, err := r.Connect(ws.opts)
+	s, err := dial(ws.opts)
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	ws.healing, ws.healed = false, time.Now()
@@ -179,17 +187,37 @@ func (ws *writerSession) heal() {
 	ws.old.Go(func() { old.Close() }) // a silent connection holds Close until its timeout
 }
 
-// close closes the session, and waits for the replaced ones to close.
+// close closes the session, and waits for the replaced ones to close, for 10 s at most:
+// the driver's Close of a silent connection waits for its read timeout, or for ever
+// while a query on it does.
 func (ws *writerSession) close() {
-	ws.get().Close()
-	ws.old.Wait()
+	s := ws.get()
+	ws.old.Go(func() { s.Close() })
+	closed := make(chan struct{})
+	go func() {
+		ws.old.Wait()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		fmt.Println("writer: the session's connections did not close within 10 s; leaving them")
+	}
+}
+
+// dial connects within writeTimeout (rdb.Dial: the driver's handshake has no deadline of
+// its own, and waits for ever on a silent network).
+func dial(opts r.ConnectOpts) (*r.Session, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	return rdb.Dial(ctx, opts)
 }
 
 // connectUntil connects, again each second after a failure (a fault under way), until it
 // succeeds or ctx ends.
 func connectUntil(ctx context.Context, opts r.ConnectOpts) (*r.Session, error) {
 	for {
-		s, err := r.Connect(opts)
+		s, err := dial(opts)
 		if err == nil {
 			return s, nil
 		}
@@ -210,14 +238,38 @@ const (
 	// writeNoop: the server answered that a later version was there already (an earlier
 	// write whose answer was lost landed after this one was sent): no version written.
 	writeNoop
+	// writeTried: the write is under way (the ledger's "try" line, written before it, so
+	// that a version the writer wrote just before it died is known).
+	writeTried
 )
 
-// writeOrder writes version v of the document id: {id, v, updatedAt: r.now()}, unless the
-// table holds version v or a later one. It returns the outcome and, when acknowledged,
-// the version's updatedAt as the server wrote it. A version v found there is this write's
-// own (the driver sends a query again after a connection error): acknowledged, with the
-// time of the try that landed.
+// writeOrder is writeOrderOnce, given up (unknown) when it has not returned a second past
+// its timeout: the driver waits for ever on a connection it dials while the network is
+// silent (its handshake has no deadline), and the query's goroutine is left to it.
 func writeOrder(s *r.Session, db, id string, v int) (int, time.Time) {
+	type outcome struct {
+		out int
+		at  time.Time
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		out, at := writeOrderOnce(s, db, id, v)
+		done <- outcome{out, at}
+	}()
+	select {
+	case o := <-done:
+		return o.out, o.at
+	case <-time.After(writeTimeout + time.Second):
+		return writeUnknown, time.Time{}
+	}
+}
+
+// writeOrderOnce writes version v of the document id: {id, v, updatedAt: r.now()}, unless
+// the table holds version v or a later one. It returns the outcome and, when
+// acknowledged, the version's updatedAt as the server wrote it. A version v found there
+// is this write's own (the driver sends a query again after a connection error):
+// acknowledged, with the time of the try that landed.
+func writeOrderOnce(s *r.Session, db, id string, v int) (int, time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
 	doc := map[string]any{"id": id, "v": v, ordersIndex: r.Now()}
@@ -239,8 +291,8 @@ func writeOrder(s *r.Session, db, id string, v int) (int, time.Time) {
 	return writeUnknown, time.Time{}
 }
 
-// ledgerLine is the writer's ledger line of a write: "ack ID V AT" (AT in Unix
-// nanoseconds), "unknown ID V" or "noop ID V".
+// ledgerLine is the writer's ledger line of a write's outcome: "ack ID V AT" (AT in Unix
+// nanoseconds), "unknown ID V" or "noop ID V". A line "try ID V" comes before it.
 func ledgerLine(outcome int, id string, v int, at time.Time) []string {
 	switch outcome {
 	case writeAcked:
