@@ -39,6 +39,15 @@
 // that got a job, overall and among those written more than the trigger's lease and
 // re-scan window (11 s) away from any fault.
 //
+// With -features too, the trigger's jobs use the queue's features, by document: every
+// job in a group with a running limit (g0: 2, g1: 3, the default 6), the even documents'
+// in a sequence keyed by the document, one document in 7 with a unique key, and the
+// handler of one in 5 adds a child job that depends on the order's job. A third line sums
+// up their checks, from the workers' ledgers: no group above its limit at any time but
+// beside a run whose lease may have ended, each sequence's jobs one after the other in
+// the order they were added, no child started before its parent completed, no job (or
+// unique key) run twice at once.
+//
 //	go run ./cmd/rjqsoak -rethinkdb /path/to/rethinkdb -triggers -duration 30m
 //	go run ./cmd/rjqsoak -rethinkdb /path/to/rethinkdb -triggers -duration 15m -runners-down 10m
 package main

@@ -104,7 +104,7 @@ func (o *orchestrator) runnersDownStretch(ctx context.Context, start, end time.T
 }
 
 // watchCatchUp logs when the trigger's lag, after the runners came back at up, is below
-// 10 s, or gives up after 10 minutes.
+// 2 s, or gives up after 10 minutes.
 func (o *orchestrator) watchCatchUp(ctx context.Context, up time.Time) {
 	q, err := o.observer(ctx)
 	if err != nil {
@@ -113,7 +113,7 @@ func (o *orchestrator) watchCatchUp(ctx context.Context, up time.Time) {
 	}
 	defer q.Stop(context.Background())
 	for time.Since(up) < 10*time.Minute && ctx.Err() == nil {
-		if s, err := triggerStat(ctx, q); err == nil && s.Runner != "" && s.Lag < 10*time.Second {
+		if s, err := triggerStat(ctx, q); err == nil && s.Runner != "" && s.Lag < 2*time.Second {
 			o.logf("soak: the trigger caught up %v after the workers started again (lag %v, %d jobs made)",
 				time.Since(up).Round(100*time.Millisecond), s.Lag.Round(time.Millisecond), s.Jobs)
 			return
