@@ -32,8 +32,9 @@ type orchestrator struct {
 	rate, fail           float64
 	faultsMin, faultsMax time.Duration
 	kinds                []string
-	// triggers adds the writer and the trigger (see triggersoak.go); writeRate and
-	// runnersDown are its -write-rate and -runners-down.
+	// triggers adds the writer and the trigger (see triggersoak.go), features the queue's
+	// features to the trigger's jobs (features.go); writeRate and runnersDown are the
+	// writer's -write-rate and -runners-down.
 	triggers, features bool
 	writeRate          float64
 	runnersDown        time.Duration
