@@ -47,10 +47,14 @@ func (r result) String() string {
 
 // run is one handler run of a job, from a worker's ledger.
 type run struct {
-	pc      int
-	worker  *child
-	start   time.Time
-	outcome string // ok, fail, cancelled, or "" when the run has no end line
+	pc         int
+	worker     *child
+	start, end time.Time // end: zero when the run has no end line
+	outcome    string    // ok, fail, cancelled, or "" when the run has no end line
+	// name, doc and v are, for the trigger's jobs and their children, the job's name and
+	// the version its payload names.
+	name, doc string
+	v         int
 }
 
 // killedBefore reports whether r's worker was killed before t (or at all, for the zero t).
@@ -203,12 +207,15 @@ func (o *orchestrator) anyKilled() bool {
 
 // readAdded reads the producer's ledger: job id → retryMax.
 func readAdded(path string) (map[string]int, error) {
+	out := map[string]int{}
 	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return out, nil // no producer ran (-rate 0)
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	out := map[string]int{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fs := strings.Fields(sc.Text())
@@ -244,17 +251,17 @@ func (o *orchestrator) readRuns() (map[string][]run, error) {
 			key := fs[1] + " " + fs[2]
 			switch fs[0] {
 			case "start":
-				r := run{pc: pc, worker: c}
-				if len(fs) == 5 {
-					if ns, err := strconv.ParseInt(fs[4], 10, 64); err == nil {
-						r.start = time.Unix(0, ns)
-					}
+				r := run{pc: pc, worker: c, start: unixNano(fs, 4)}
+				if len(fs) >= 8 {
+					r.name, r.doc = fs[5], fs[6]
+					r.v, _ = strconv.Atoi(fs[7])
 				}
 				out[fs[1]] = append(out[fs[1]], r)
 				open[key] = len(out[fs[1]]) - 1
 			case "end":
 				if i, ok := open[key]; ok && len(fs) >= 5 {
 					out[fs[1]][i].outcome = fs[4]
+					out[fs[1]][i].end = unixNano(fs, 5)
 				}
 			}
 		}
@@ -264,6 +271,18 @@ func (o *orchestrator) readRuns() (map[string][]run, error) {
 		}
 	}
 	return out, nil
+}
+
+// unixNano is the time fs[i] holds in Unix nanoseconds (zero: none).
+func unixNano(fs []string, i int) time.Time {
+	if i >= len(fs) {
+		return time.Time{}
+	}
+	ns, err := strconv.ParseInt(fs[i], 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }
 
 // drainStall is how long the drain waits for the live jobs to go down before it gives up:

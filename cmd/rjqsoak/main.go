@@ -22,6 +22,34 @@
 // an acknowledgement for. At the end the producer stops, the queue drains, and the
 // checks run on the table, the ledgers and the jobs' logs. The last line sums them up;
 // the exit status is 1 when any count that must be zero is not.
+//
+// With -triggers, it soaks a trigger (queue.Trigger): a writer process inserts and
+// updates the documents of a table "orders" of the soak's database at -write-rate writes
+// a second, through the proxy, each write setting the document's version v (one more
+// per document) and updatedAt = r.now() (the trigger's index), and every worker declares
+// the trigger "orders", whose job "order" carries {doc, v}. The writer appends each write
+// to its ledger, fsynced: "ack" with the updatedAt the server wrote, "unknown" when the
+// answer was lost ("try" before each write, in case the writer dies during it). The producer then adds -rate 20 jobs a second unless told otherwise.
+// With -runners-down, every worker is stopped for that long in the middle of the soak
+// while the writer goes on, and started again: the trigger catches up. At the end the
+// writer stops, the soak waits for the trigger to catch up and the queue to drain, and
+// checks that every document's last version has a job, that every job of the trigger is
+// completed, of a version written, and the only one of its version; a second line sums
+// those up, with the share of the intermediate versions (overwritten by a later one)
+// that got a job, overall and among those written more than the trigger's lease and
+// re-scan window (11 s) away from any fault.
+//
+// With -features too, the trigger's jobs use the queue's features, by document: every
+// job in a group with a running limit (g0: 2, g1: 3, the default 6), the even documents'
+// in a sequence keyed by the document, one document in 7 with a unique key, and the
+// handler of one in 5 adds a child job that depends on the order's job. A third line sums
+// up their checks, from the workers' ledgers: no group above its limit at any time but
+// beside a run whose lease may have ended, each sequence's jobs one after the other in
+// the order they were added, no child started before its parent completed, no job (or
+// unique key) run twice at once.
+//
+//	go run ./cmd/rjqsoak -rethinkdb /path/to/rethinkdb -triggers -duration 30m
+//	go run ./cmd/rjqsoak -rethinkdb /path/to/rethinkdb -triggers -duration 15m -runners-down 10m
 package main
 
 import (
@@ -53,7 +81,14 @@ func main() {
 	dir := flag.String("dir", "", "where the ledgers and logs go (default: a new temporary directory)")
 	db := flag.String("db", "rjqsoak", "internal: the database")
 	ledger := flag.String("ledger", "", "internal: this process's ledger file")
+	triggers := flag.Bool("triggers", false, "soak a trigger: a writer process writes the table orders, the workers run the trigger's jobs")
+	writeRate := flag.Float64("write-rate", 100, "with -triggers: writes a second to the table orders")
+	runnersDown := flag.Duration("runners-down", 0, "with -triggers: stop every worker for this long in the middle of the soak (the trigger catches up after)")
+	features := flag.Bool("features", false, "with -triggers: the trigger's jobs use groups with running limits, sequences, unique keys and children")
 	flag.Parse()
+	if *triggers && *role == "" && !flagGiven("rate") {
+		*rate = 20 // the trigger's jobs are most of the work: a few others beside them
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -62,7 +97,9 @@ func main() {
 	case "producer":
 		err = runProducer(ctx, *addr, *db, *ledger, *rate, *concurrency)
 	case "worker":
-		err = runWorker(ctx, *addr, *db, *ledger, *concurrency, *fail)
+		err = runWorker(ctx, *addr, *db, *ledger, *concurrency, *fail, *triggers, *features)
+	case "writer":
+		err = runWriter(ctx, *addr, *db, *ledger, *writeRate, writerConns)
 	case "":
 		if (*addr == "") == (*server == "") {
 			log.Fatal("rjqsoak: give one of -addr (a server you run) and -rethinkdb (a binary the soak runs and restarts)")
@@ -75,7 +112,8 @@ func main() {
 		o := &orchestrator{
 			addr: *addr, server: *server, dir: *dir, duration: *duration, workers: *workers,
 			concurrency: *concurrency, rate: *rate, fail: *fail, faultsMin: *faultsMin, faultsMax: *faultsMax,
-			kinds: strings.Split(*kinds, ","),
+			kinds: strings.Split(*kinds, ","), triggers: *triggers, features: *triggers && *features,
+			writeRate: *writeRate, runnersDown: *runnersDown,
 		}
 		err = o.run(ctx)
 	default:
@@ -85,6 +123,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "rjqsoak:", err)
 		os.Exit(1)
 	}
+}
+
+// flagGiven reports whether the flag name was set on the command line.
+func flagGiven(name string) bool {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 // ledgerFile opens path for appending lines, each synced to disk before it returns.
@@ -107,6 +152,13 @@ func (l *ledgerFile) write(fields ...string) error {
 		return err
 	}
 	return l.f.Sync()
+}
+
+// writeUnsynced appends one line made of fields, without syncing it: it survives the
+// process's death, not the machine's.
+func (l *ledgerFile) writeUnsynced(fields ...string) error {
+	_, err := l.f.WriteString(strings.Join(fields, " ") + "\n")
+	return err
 }
 
 func (l *ledgerFile) Close() error { return l.f.Close() }

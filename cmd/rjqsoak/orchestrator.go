@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	r "gopkg.in/rethinkdb/rethinkdb-go.v6"
+
 	"github.com/rjqgo/rethinkdb-job-queue/internal/testing/wirecount"
 	"github.com/rjqgo/rethinkdb-job-queue/queue"
 )
@@ -30,6 +32,12 @@ type orchestrator struct {
 	rate, fail           float64
 	faultsMin, faultsMax time.Duration
 	kinds                []string
+	// triggers adds the writer and the trigger (see triggersoak.go), features the queue's
+	// features to the trigger's jobs (features.go); writeRate and runnersDown are the
+	// writer's -write-rate and -runners-down.
+	triggers, features bool
+	writeRate          float64
+	runnersDown        time.Duration
 
 	srv   *serverProc
 	proxy *wirecount.Proxy
@@ -38,9 +46,13 @@ type orchestrator struct {
 	mu       sync.Mutex
 	procs    map[*child]bool // the worker processes running
 	children []*child        // every worker process started, in order
+	started  []*child        // every process started
 	faults   map[string]int
 	crashes  []string
 	nextID   int
+	spans    []span     // when each fault lasted
+	down     bool       // the workers are stopped (-runners-down): none is started
+	rs       *r.Session // a session of the soak's own, not through the proxy (with triggers)
 }
 
 // child is one worker or producer process.
@@ -57,11 +69,11 @@ func (o *orchestrator) logf(format string, args ...any) {
 }
 
 // run runs the soak: it starts the server (with -server) and the proxy, makes the
-// queue's table, starts the workers and the producer, makes faults for the soak's
-// duration, then stops the producer, drains, checks and reports.
+// queue's table (and, with triggers, the orders table), then soaks (see soak).
 func (o *orchestrator) run(ctx context.Context) error {
 	o.faults = map[string]int{}
 	o.procs = map[*child]bool{}
+	defer o.killAll()
 	o.db = fmt.Sprintf("rjqsoak_%d", time.Now().Unix())
 	if err := os.MkdirAll(o.dir, 0o755); err != nil {
 		return err
@@ -82,8 +94,7 @@ func (o *orchestrator) run(ctx context.Context) error {
 	o.logf("soak: server %s, proxy %s, database %s, files in %s", o.addr, o.proxy.Addr(), o.db, o.dir)
 
 	// The queue's table, made once before the processes start; the checks read through it.
-	observer, err := queue.New(ctx, &queue.ConnectOptions{Address: o.addr, DB: o.db},
-		&queue.Options{Name: queueName, NoChangeFeed: true, MasterInterval: -1, DatabaseInitDelay: -1, Heartbeat: -1})
+	observer, err := o.observer(ctx)
 	if err != nil {
 		return err
 	}
@@ -91,49 +102,103 @@ func (o *orchestrator) run(ctx context.Context) error {
 	if err := observer.Ready(ctx); err != nil {
 		return err
 	}
+	if o.triggers {
+		if err := o.makeOrders(ctx); err != nil {
+			return err
+		}
+		defer o.rs.Close()
+	}
+	if o.features {
+		if err := setGroupLimits(ctx, observer); err != nil {
+			return err
+		}
+	}
+	return o.soak(ctx, observer)
+}
 
+// soak starts the workers and the processes that feed them, makes faults for the soak's
+// duration, stops the feeders, then drains, checks and reports.
+func (o *orchestrator) soak(ctx context.Context, observer *queue.Queue) error {
 	for range o.workers {
 		if err := o.startWorker(); err != nil {
 			return err
 		}
 	}
-	producer, err := o.start("producer", "producer.ledger", "-rate", strconv.FormatFloat(o.rate, 'f', -1, 64))
+	if o.triggers {
+		o.waitRunner(ctx, observer)
+	}
+	feeders, err := o.startFeeders()
 	if err != nil {
 		return err
 	}
 	started := time.Now()
-	o.faultLoop(ctx, started.Add(o.duration))
-	o.stopProducer(producer)
+	end := started.Add(o.duration)
+	downDone := o.runnersDownStretch(ctx, started, end)
+	o.faultLoop(ctx, end)
+	<-downDone
+	for _, c := range feeders {
+		o.stopChild(c)
+	}
 
+	var more []summary
+	if o.triggers {
+		o.waitTrigger(ctx, observer)
+	}
 	o.logf("soak: draining")
 	res, err := o.check(ctx, observer, started)
 	if err != nil {
 		return err
 	}
+	if o.triggers {
+		if more, err = o.checkTriggers(ctx, &res); err != nil {
+			return err
+		}
+	}
 	o.stopWorkers()
-	return o.report(res, started)
+	return o.report(res, more, started)
 }
 
-// stopProducer tells the producer to stop (SIGTERM) and waits for it: an error, or no
-// end within 3 minutes (it is then killed), is a crash.
-func (o *orchestrator) stopProducer(producer *child) {
-	o.logf("soak: stopping the producer")
-	producer.cmd.Process.Signal(syscall.SIGTERM)
+// startFeeders starts the processes that feed the queue: the producer (unless -rate is 0)
+// and, with triggers, the writer.
+func (o *orchestrator) startFeeders() ([]*child, error) {
+	var out []*child
+	if o.rate > 0 {
+		c, err := o.start("producer", "producer.ledger", "-rate", strconv.FormatFloat(o.rate, 'f', -1, 64))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	if o.triggers {
+		c, err := o.start("writer", "writer.ledger", "-write-rate", strconv.FormatFloat(o.writeRate, 'f', -1, 64))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// stopChild tells a producer or the writer to stop (SIGTERM) and waits for it: an error,
+// or no end within 3 minutes (it is then killed), is a crash.
+func (o *orchestrator) stopChild(c *child) {
+	o.logf("soak: stopping the %s", c.name)
+	c.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-producer.exited:
-		if producer.err != nil {
-			o.crash("producer", producer.err)
+	case <-c.exited:
+		if c.err != nil {
+			o.crash(c.name, c.err)
 		}
 	case <-time.After(3 * time.Minute):
-		o.crash("producer", fmt.Errorf("did not stop within 3 minutes"))
-		producer.cmd.Process.Kill()
-		<-producer.exited
+		o.crash(c.name, fmt.Errorf("did not stop within 3 minutes"))
+		c.cmd.Process.Kill()
+		<-c.exited
 	}
 }
 
 // report completes res with the soak's crashes, faults and time since started, prints
 // it and writes it to result.txt, and fails when it found defects.
-func (o *orchestrator) report(res result, started time.Time) error {
+func (o *orchestrator) report(res result, more []summary, started time.Time) error {
 	res.crashes = len(o.crashes)
 	res.faults = o.faults
 	res.took = time.Since(started)
@@ -141,11 +206,16 @@ func (o *orchestrator) report(res result, started time.Time) error {
 		o.logf("crash: %s", c)
 	}
 	line := res.String()
+	clean := res.clean()
+	for _, m := range more {
+		line += "\n" + m.String()
+		clean = clean && m.clean()
+	}
 	fmt.Println(line)
 	if err := os.WriteFile(filepath.Join(o.dir, "result.txt"), []byte(line+"\n"), 0o644); err != nil {
 		return err
 	}
-	if !res.clean() {
+	if !clean {
 		return fmt.Errorf("the soak found defects (details above; files in %s)", o.dir)
 	}
 	return nil
@@ -160,6 +230,12 @@ func (o *orchestrator) start(role, ledger string, args ...string) (*child, error
 	c := &child{name: strings.TrimSuffix(ledger, ".ledger"), ledger: filepath.Join(o.dir, ledger), exited: make(chan struct{})}
 	all := append([]string{"-role", role, "-addr", o.proxy.Addr(), "-db", o.db, "-ledger", c.ledger,
 		"-concurrency", strconv.Itoa(o.concurrency), "-fail", strconv.FormatFloat(o.fail, 'f', -1, 64)}, args...)
+	if o.triggers {
+		all = append(all, "-triggers")
+	}
+	if o.features {
+		all = append(all, "-features")
+	}
 	c.cmd = exec.Command(exe, all...)
 	out, err := os.Create(filepath.Join(o.dir, c.name+".log"))
 	if err != nil {
@@ -175,13 +251,37 @@ func (o *orchestrator) start(role, ledger string, args ...string) (*child, error
 		out.Close()
 		close(c.exited)
 	}()
+	o.mu.Lock()
+	o.started = append(o.started, c)
+	o.mu.Unlock()
 	return c, nil
+}
+
+// killAll SIGKILLs every process the soak started that still runs, and waits for them:
+// a soak that ends on an error leaves none behind.
+func (o *orchestrator) killAll() {
+	o.mu.Lock()
+	all := slices.Clone(o.started)
+	o.down = true // no worker is started again
+	o.mu.Unlock()
+	for _, c := range all {
+		select {
+		case <-c.exited:
+		default:
+			c.cmd.Process.Kill()
+			<-c.exited
+		}
+	}
 }
 
 // startWorker starts one more worker process and watches it: one that exits without
 // being told to is a crash, and is replaced.
 func (o *orchestrator) startWorker() error {
 	o.mu.Lock()
+	if o.down {
+		o.mu.Unlock()
+		return nil
+	}
 	o.nextID++
 	n := o.nextID
 	o.mu.Unlock()
@@ -213,7 +313,8 @@ func (o *orchestrator) crash(name string, err error) {
 	o.crashes = append(o.crashes, fmt.Sprintf("%s exited: %v (see %s.log)", name, err, name))
 }
 
-// faultLoop makes a fault every faultsMin..faultsMax until end.
+// faultLoop makes a fault every faultsMin..faultsMax until end, of each kind in turn (in
+// a random order each round).
 func (o *orchestrator) faultLoop(ctx context.Context, end time.Time) {
 	var kinds []string
 	for _, k := range o.kinds {
@@ -228,6 +329,7 @@ func (o *orchestrator) faultLoop(ctx context.Context, end time.Time) {
 		<-time.After(time.Until(end))
 		return
 	}
+	var deck []string // the kinds still to make this round, in a random order: each comes as often
 	for {
 		wait := o.faultsMin + rand.N(o.faultsMax-o.faultsMin+1)
 		if time.Now().Add(wait).After(end) {
@@ -241,14 +343,19 @@ func (o *orchestrator) faultLoop(ctx context.Context, end time.Time) {
 		if !time.Now().Before(end) {
 			return
 		}
-		kind := kinds[rand.N(len(kinds))]
-		o.mu.Lock()
-		o.faults[kind]++
-		o.mu.Unlock()
+		if len(deck) == 0 {
+			deck = slices.Clone(kinds)
+			rand.Shuffle(len(deck), func(i, j int) { deck[i], deck[j] = deck[j], deck[i] })
+		}
+		kind := deck[0]
+		deck = deck[1:]
+		from := time.Now()
 		d := 2*time.Second + rand.N(6*time.Second)
 		switch kind {
 		case "kill":
-			o.killWorker()
+			if !o.killWorker() {
+				continue // none runs (-runners-down)
+			}
 		case "cut":
 			o.logf("fault: every connection cut")
 			o.proxy.Partition(0)
@@ -265,11 +372,19 @@ func (o *orchestrator) faultLoop(ctx context.Context, end time.Time) {
 				return
 			}
 		}
+		to := time.Now()
+		if kind == "partition" || kind == "silent" {
+			to = from.Add(d)
+		}
+		o.mu.Lock()
+		o.faults[kind]++
+		o.spans = append(o.spans, span{from, to})
+		o.mu.Unlock()
 	}
 }
 
-// killWorker SIGKILLs a worker and starts another.
-func (o *orchestrator) killWorker() {
+// killWorker SIGKILLs a worker and starts another; it reports whether there was one.
+func (o *orchestrator) killWorker() bool {
 	o.mu.Lock()
 	var victim *child
 	for c := range o.procs {
@@ -282,7 +397,7 @@ func (o *orchestrator) killWorker() {
 	}
 	o.mu.Unlock()
 	if victim == nil {
-		return
+		return false
 	}
 	o.logf("fault: %s (pid %d) SIGKILLed", victim.name, victim.cmd.Process.Pid)
 	victim.cmd.Process.Kill()
@@ -290,6 +405,7 @@ func (o *orchestrator) killWorker() {
 	if err := o.startWorker(); err != nil {
 		o.logf("soak: start a worker: %v", err)
 	}
+	return true
 }
 
 // stopWorkers tells every worker to stop, and waits.
