@@ -20,7 +20,7 @@ type flags struct {
 	node, floor, childCount                   bool
 	childMode, childDB, childPart, cpuProfile string
 	childC                                    int
-	workflow                                  bool
+	workflow, trigger                         bool
 	sequences                                 int
 	priority, priorityShards                  string
 	priorityWork                              time.Duration
@@ -77,6 +77,12 @@ func parseFlags() flags {
 	flag.DurationVar(&f.priorityWork, "priority-work", 0, "how long each -priority handler takes")
 	flag.BoolVar(&f.priorityNoFeed, "priority-nofeed", false, "the -priority queues follow no changefeed")
 	flag.BoolVar(&f.workflow, "workflow", false, "measure workflows: a chain's hops beside add → start, a fan-out's releases beside AddJob, a fan-in's start, a tree's order")
+	flag.BoolVar(&f.trigger, "trigger", false, "measure a trigger on a table of yours: write → job start while following beside add → start, the server's CPU and queries a version, and a catch-up of -trigger-versions versions with the processing of other jobs during it")
+	flag.IntVar(&triggerWrites, "trigger-writes", 500, "with -trigger, the versions written for write → start and for the cost a version (0: neither)")
+	flag.DurationVar(&triggerPace, "trigger-pace", 20*time.Millisecond, "with -trigger, the time between two writes (0: as fast as one writer goes)")
+	flag.IntVar(&triggerVersions, "trigger-versions", 1000000, "with -trigger, the versions written while no runner runs, then caught up (0: no catch-up)")
+	flag.BoolVar(&triggerIdle, "trigger-idle", false, "with -trigger, also time a catch-up of -trigger-versions versions with no other work, in a run of its own (before the other)")
+	flag.IntVar(&triggerBacklog, "trigger-backlog", 5000, "with -trigger, the plain jobs of each batch processed at concurrency 50 before, during and after the catch-up")
 	flag.StringVar(&f.cpuProfile, "cpuprofile", "", "write this process's CPU profile to the file")
 	flag.Parse()
 	return f

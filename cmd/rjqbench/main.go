@@ -15,7 +15,10 @@
 //
 //   - cross: jobs added one at a time by another queue to 1 and 8 idle worker processes
 //     (-cross 1,8), and a burst of -burst jobs onto the most of them, with the workers'
-//     candidate reads per job.
+//     candidate reads per job;
+//
+//   - trigger: a trigger on a table of the user's, write → job start beside add → start,
+//     its server CPU and queries a version, and its catch-up of -trigger-versions versions.
 //
 //     go run ./cmd/rjqbench -addr 127.0.0.1:28015 -floor -server-pid $(pidof rethinkdb)
 //     go run ./cmd/rjqbench -addr 127.0.0.1:28015 -node   # when node and npm are on PATH
@@ -135,6 +138,9 @@ func (b bench) run(f flags) {
 	}
 	if f.workflow {
 		b.workflowRows()
+	}
+	if f.trigger {
+		b.triggerRows()
 	}
 }
 
