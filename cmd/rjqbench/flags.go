@@ -82,6 +82,7 @@ func parseFlags() flags {
 	flag.DurationVar(&triggerPace, "trigger-pace", 20*time.Millisecond, "with -trigger, the time between two writes (0: as fast as one writer goes)")
 	flag.IntVar(&triggerVersions, "trigger-versions", 1000000, "with -trigger, the versions written while no runner runs, then caught up (0: no catch-up)")
 	flag.BoolVar(&triggerIdle, "trigger-idle", false, "with -trigger, also time a catch-up of -trigger-versions versions with no other work, in a run of its own (before the other)")
+	flag.IntVar(&triggerTurns, "trigger-turns", 0, "with -trigger, the turns of plain jobs beside the catch-up (0: until it has caught up); the runner catches up the rest alone, timed apart")
 	flag.IntVar(&triggerBacklog, "trigger-backlog", 5000, "with -trigger, the plain jobs of each batch processed at concurrency 50 before, during and after the catch-up")
 	flag.StringVar(&f.cpuProfile, "cpuprofile", "", "write this process's CPU profile to the file")
 	flag.Parse()

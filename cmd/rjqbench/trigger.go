@@ -38,6 +38,9 @@ var (
 	triggerPace                                    time.Duration
 	// triggerIdle (-trigger-idle) adds a catch-up with no other work, a run of its own.
 	triggerIdle bool
+	// triggerTurns (-trigger-turns) bounds the turns of plain jobs beside the catch-up
+	// (0: until it has caught up); the runner finishes the rest alone.
+	triggerTurns int
 )
 
 const (

@@ -84,7 +84,11 @@ type catchUpResult struct {
 	// caught up), over the wall time took; cpu is the server's over ran, alone.
 	ran, took, cpu time.Duration
 	turns          int
-	stat           queue.TriggerStat
+	// rest is what the runner caught up alone after the last turn (-trigger-turns): the
+	// versions made and the time it took.
+	restJobs int64
+	rest     time.Duration
+	stat     queue.TriggerStat
 	// The batches of plain jobs: before the catch-up, with the runner catching up (on)
 	// and without it (off, in turn), and after it.
 	before, on, off, after procWindows
@@ -113,6 +117,10 @@ func (b bench) triggerCatchUpRows(n int) {
 	}
 	fmt.Printf("| catch-up while plain jobs are processed, the runner stopped every %d batches for one (lag %s, %d jobs made, %d found) | runner %s in %d turns, **%.0f versions/s**; %s in all |\n",
 		catchUpOn, res.stat.Lag, res.stat.Jobs, res.found, res.ran.Round(100*time.Millisecond), res.turns, float64(n)/res.ran.Seconds(), res.took.Round(time.Second))
+	if res.rest > 0 {
+		fmt.Printf("| of which the rest alone, after %d turns | %d versions in %s, **%.0f versions/s** |\n",
+			res.turns, res.restJobs, res.rest.Round(100*time.Millisecond), float64(res.restJobs)/res.rest.Seconds())
+	}
 	row := func(name string, p procWindows) {
 		fmt.Printf("| plain jobs at concurrency 50, removed as they finish, %s (%d batches of %d) | %.0f jobs/s; server %.2f cores, %s a job |\n",
 			name, p.batches, triggerBacklog, p.rate(), p.cores(), perJob(p.cpu, p.jobs))
@@ -288,6 +296,9 @@ func (c *catchUpRun) inTurns() error {
 				c.res.on.add(batch)
 			}
 		}
+		if triggerTurns > 0 && c.res.turns >= triggerTurns {
+			return c.rest(start, opened)
+		}
 		c.stop()
 		c.res.ran += time.Since(opened)
 		c.progress(start)
@@ -298,6 +309,32 @@ func (c *catchUpRun) inTurns() error {
 		c.res.off.add(batch)
 		if time.Since(start) > 6*time.Hour {
 			return fmt.Errorf("no catch-up of %d versions within 6 hours", c.res.n)
+		}
+	}
+}
+
+// rest lets the runner opened at opened catch up the rest of the versions alone, timed
+// apart from the turns, from start of the first.
+func (c *catchUpRun) rest(start, opened time.Time) error {
+	restStart := time.Now()
+	var made int64
+	if stats, err := c.m.Triggers(c.ctx); err == nil && len(stats) == 1 {
+		made = stats[0].Jobs
+	}
+	for {
+		select {
+		case end := <-c.watch.caughtUp:
+			c.res.ran += end.Sub(opened)
+			c.res.took = end.Sub(start)
+			c.res.rest = end.Sub(restStart)
+			err := c.finish()
+			c.res.restJobs = c.res.stat.Jobs - made
+			return err
+		case <-time.After(time.Minute):
+			c.progress(start)
+		}
+		if time.Since(start) > 3*time.Hour {
+			return fmt.Errorf("no catch-up of %d versions within 3 hours", c.res.n)
 		}
 	}
 }

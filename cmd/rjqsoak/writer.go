@@ -63,32 +63,15 @@ func runWriter(ctx context.Context, addr, db, ledgerPath string, rate float64, w
 	}
 	s := &writerSession{s: first, opts: opts}
 	defer s.close()
-	var mu sync.Mutex // the documents and the ledger
+	ws := &writerState{l: l, s: s, db: db}
+	mu, counts := &ws.mu, &ws.counts
 	var docs []*order
-	var counts [4]int // by outcome
 	writes := make(chan orderWrite)
 	var wg sync.WaitGroup
 	for range writers {
 		wg.Go(func() {
 			for w := range writes {
-				mu.Lock()
-				err := l.writeUnsynced("try", w.o.id, strconv.Itoa(w.v))
-				mu.Unlock()
-				if err != nil {
-					fmt.Println("writer: ledger:", err)
-				}
-				out, at := writeOrder(s.get(), db, w.o.id, w.v)
-				if out == writeUnknown {
-					s.heal()
-				}
-				mu.Lock()
-				w.o.busy = false
-				counts[out]++
-				err = l.write(ledgerLine(out, w.o.id, w.v, at)...)
-				mu.Unlock()
-				if err != nil {
-					fmt.Println("writer: ledger:", err)
-				}
+				ws.write(w)
 			}
 		})
 	}
@@ -122,6 +105,38 @@ func runWriter(ctx context.Context, addr, db, ledgerPath string, rate float64, w
 			mu.Unlock()
 			return nil
 		}
+	}
+}
+
+// writerState is what the writer's goroutines share: the ledger and the counts by
+// outcome, under mu (which also guards the documents), and the session.
+type writerState struct {
+	mu     sync.Mutex
+	l      *ledgerFile
+	s      *writerSession
+	db     string
+	counts [4]int
+}
+
+// write makes one write, with a "try" line in the ledger before it and its outcome after.
+func (ws *writerState) write(w orderWrite) {
+	ws.mu.Lock()
+	err := ws.l.writeUnsynced("try", w.o.id, strconv.Itoa(w.v))
+	ws.mu.Unlock()
+	if err != nil {
+		fmt.Println("writer: ledger:", err)
+	}
+	out, at := writeOrder(ws.s.get(), ws.db, w.o.id, w.v)
+	if out == writeUnknown {
+		ws.s.heal()
+	}
+	ws.mu.Lock()
+	w.o.busy = false
+	ws.counts[out]++
+	err = ws.l.write(ledgerLine(out, w.o.id, w.v, at)...)
+	ws.mu.Unlock()
+	if err != nil {
+		fmt.Println("writer: ledger:", err)
 	}
 }
 
