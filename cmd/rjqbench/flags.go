@@ -14,6 +14,7 @@ type flags struct {
 	addr, levels, cross, queries, scale       string
 	addN, latencyN, procsN                    int
 	procs, groups, ordered, exact             string
+	cost                                      string
 	fair                                      string
 	queryParts, serverPIDs                    string
 	crossN, burst, rounds, bulkN              int
@@ -71,6 +72,7 @@ func parseFlags() flags {
 	flag.StringVar(&f.fair, "fair", "", "backlog:jobs (e.g. 20000:100): group A holds backlog waiting jobs; a second after a worker of concurrency 50 starts, another queue adds jobs of group B: B's last start against its fair share, and the starts while B waits against before (-rounds runs) (empty: none)")
 	flag.StringVar(&f.exact, "exact", "", "keys:jobs:limit (e.g. 200:20:3): groups, then job names, capped at limit, over 4 worker processes at concurrency 20, one SIGKILLed and replaced: the most running of a key at once (empty: none)")
 	flag.StringVar(&f.ordered, "ordered", "", "sequences keys:jobs (e.g. 50:40) over 4 worker processes at concurrency 10 with one run in ten failing once: check add order and one run at a time per key (empty: none)")
+	flag.StringVar(&f.cost, "cost", "", "also measure each -concurrency level with one feature set on every job, never holding it back: running (a cap of its name), rate (a rate limit of its name), grouprate (100 groups with a rate limit), deadline (a start deadline), comma-separated (empty: none)")
 	flag.IntVar(&f.sequences, "sequences", 0, "also measure each -concurrency level with its jobs spread over this many sequences (0: none)")
 	flag.StringVar(&f.priority, "priority", "", "queues:concurrency:jobs (e.g. 4:10:2000): jobs of four priorities added first, then processed by that many queues, each shard count of -priority-shards, -rounds runs each: the starts that came more than 2 × queues × concurrency starts after a lower priority's (empty: none)")
 	flag.StringVar(&f.priorityShards, "priority-shards", "1,4", "shard counts for -priority")

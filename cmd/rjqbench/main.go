@@ -100,6 +100,9 @@ func (b bench) run(f flags) {
 		backlog, jobs := parsePair(f.fair)
 		b.fairRows(backlog, jobs, f.rounds)
 	}
+	if f.cost != "" {
+		b.costRows(f.cost, byLevel, f.levels)
+	}
 	if f.sequences > 0 {
 		b.sequenceRows(f.sequences, byLevel, f.levels)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log"
 	"os"
 	"strconv"
 	"strings"
@@ -22,6 +23,60 @@ type grouping struct {
 	// every key (events arriving over time), rather than all in one call (a bulk import,
 	// whose jobs of one millisecond the claim index orders by id, not by add).
 	inRounds bool
+	// feature is one of costFeatures, set on every job so that it never holds one back.
+	feature string
+}
+
+// costFeatures says what each -cost feature sets.
+var costFeatures = map[string]string{
+	"running":   "a running cap of 100,000 on the jobs' name",
+	"rate":      "a rate limit of 10⁹ a second on the jobs' name",
+	"grouprate": "100 groups, each with a rate limit of 10⁹ a second",
+	"deadline":  "a start deadline an hour ahead",
+}
+
+// costRows measures processing at each level with each feature of spec set on every job,
+// beside the same level without it (from byLevel, measured in this run).
+func (b bench) costRows(spec string, byLevel map[int]levelResult, levels string) {
+	for _, feature := range strings.Split(spec, ",") {
+		what, ok := costFeatures[feature]
+		if !ok {
+			log.Fatalf("-cost: no feature %q (running, rate, grouprate, deadline)", feature)
+		}
+		for _, lv := range strings.Split(levels, ",") {
+			c, n := parsePair(lv)
+			g := grouping{feature: feature}
+			res := b.best(func() (result, error) { return measureProcess(b.ctx, b.addr, c, n, b.cpu, g) })
+			fmt.Printf("| process, concurrency %d (N=%d), %s, jobs/s | %.0f | %.2f | | | | | %s | | |\n",
+				c, n, what, res.jobsPerSec, res.queriesPerJob, perJob(res.cpu, res.jobs))
+			if plain := byLevel[c].lib; plain.jobsPerSec > 0 {
+				fmt.Printf("| … ÷ the same without it | %s | | | | | | | | |\n", ratio(res.jobsPerSec, plain.jobsPerSec))
+			}
+		}
+	}
+}
+
+// setFeature sets g's feature on jobs and on q.
+func setFeature(ctx context.Context, q *queue.Queue, jobs []*job.Job, g grouping) error {
+	for i, j := range jobs {
+		switch g.feature {
+		case "running", "rate":
+			j.SetName("bench")
+		case "grouprate":
+			j.SetGroup(strconv.Itoa(i % 100))
+		case "deadline":
+			j.SetDeadline(time.Now().Add(time.Hour))
+		}
+	}
+	switch g.feature {
+	case "running":
+		return q.SetLimit(ctx, "bench", queue.Limit{Running: 100_000})
+	case "rate":
+		return q.SetLimit(ctx, "bench", queue.Limit{Starts: 1_000_000_000, Per: time.Second})
+	case "grouprate":
+		return q.SetGroupRate(ctx, "", 1_000_000_000, time.Second)
+	}
+	return nil
 }
 
 // processRow measures processing at concurrency c over n jobs (and the floor's and
@@ -183,6 +238,9 @@ func addGrouped(ctx context.Context, q *queue.Queue, n int, g grouping) error {
 		if g.sequences > 0 {
 			jobs[i].SetSequence(strconv.Itoa(i % g.sequences))
 		}
+	}
+	if err := setFeature(ctx, q, jobs, g); err != nil {
+		return err
 	}
 	if g.groups > 0 {
 		if err := q.SetGroupLimit(ctx, "", g.limit); err != nil {

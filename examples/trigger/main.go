@@ -111,7 +111,8 @@ func follow(ctx context.Context, orders r.Term, s *r.Session, ran <-chan change,
 }
 
 // report prints what Triggers says of the trigger, once its runner has recorded the three
-// jobs (it records its progress every second).
+// jobs (it records its progress every second) and has no version left behind (a lag of
+// zero: the age of the oldest version past its cursor).
 func report(ctx context.Context, q *queue.Queue, out io.Writer) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -120,9 +121,9 @@ func report(ctx context.Context, q *queue.Queue, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if s := stats[0]; s.Jobs == 3 {
-			fmt.Fprintf(out, "trigger %s on table %s: %d jobs, run here: %v, lag under a second: %v\n",
-				s.Name, s.Table, s.Jobs, s.Runner == q.ID(), s.Lag < time.Second)
+		if s := stats[0]; s.Jobs == 3 && s.Lag == 0 {
+			fmt.Fprintf(out, "trigger %s on table %s: %d jobs, run here: %v, caught up\n",
+				s.Name, s.Table, s.Jobs, s.Runner == q.ID())
 			return nil
 		}
 		select {
