@@ -112,8 +112,16 @@ func measureLatency(ctx context.Context, addr string, n int) ([]time.Duration, e
 	}); err != nil {
 		return nil, err
 	}
-	out := make([]time.Duration, 0, n)
-	for range n {
+	return addStarts(ctx, q, started, n)
+}
+
+// addStarts adds k jobs one at a time to the idle queue q, whose handler sends its start
+// time on started, and returns add → start of each. As the Node.js side does (bench.js),
+// the next job is added 20 ms after this one started, by when its outcome is written and
+// the queue idle again.
+func addStarts(ctx context.Context, q *queue.Queue, started <-chan time.Time, k int) ([]time.Duration, error) {
+	out := make([]time.Duration, 0, k)
+	for range k {
 		t0 := time.Now()
 		if _, err := q.AddJob(ctx, q.CreateJob(nil)); err != nil {
 			return nil, err
@@ -124,8 +132,6 @@ func measureLatency(ctx context.Context, addr string, n int) ([]time.Duration, e
 		case <-time.After(10 * time.Second):
 			return nil, fmt.Errorf("a job added to an idle queue did not start within 10 s")
 		}
-		// As the Node.js side does (bench.js): the next job 20 ms after this one started,
-		// by when its outcome is written and the queue idle again.
 		time.Sleep(20 * time.Millisecond)
 	}
 	return out, nil

@@ -105,23 +105,3 @@ func measureTriggerLatency(ctx context.Context, addr string, n int) (triggerLate
 	res.server, res.sent, res.acked = ledger.latencies(0, n)
 	return res, nil
 }
-
-// addStarts adds k jobs one at a time to the idle queue q, each 20 ms after the last one
-// started, and returns add → start of each, as measureLatency does.
-func addStarts(ctx context.Context, q *queue.Queue, started <-chan time.Time, k int) ([]time.Duration, error) {
-	out := make([]time.Duration, 0, k)
-	for range k {
-		time.Sleep(20 * time.Millisecond)
-		t0 := time.Now()
-		if _, err := q.AddJob(ctx, q.CreateJob(nil)); err != nil {
-			return nil, err
-		}
-		select {
-		case t1 := <-started:
-			out = append(out, t1.Sub(t0))
-		case <-time.After(10 * time.Second):
-			return nil, fmt.Errorf("a job added to an idle queue did not start within 10 s")
-		}
-	}
-	return out, nil
-}
