@@ -62,7 +62,8 @@ func (o *orchestrator) waitRunner(ctx context.Context, q *queue.Queue) {
 
 // runnersDownStretch, with -runners-down, stops every worker for that long in the middle
 // of the soak (start to end) while the writer goes on, then starts them again, and logs
-// how long the trigger took to catch up. The channel it returns is closed when it is done.
+// how long the trigger took to catch up; the whole stretch, to the end of the catch-up,
+// counts as a fault's. The channel it returns is closed when it is done.
 func (o *orchestrator) runnersDownStretch(ctx context.Context, start, end time.Time) <-chan struct{} {
 	done := make(chan struct{})
 	if !o.triggers || o.runnersDown <= 0 {
@@ -89,7 +90,6 @@ func (o *orchestrator) runnersDownStretch(ctx context.Context, start, end time.T
 		}
 		o.mu.Lock()
 		o.down = false
-		o.spans = append(o.spans, span{from, time.Now()})
 		o.mu.Unlock()
 		up := time.Now()
 		o.logf("soak: the workers start again: the trigger catches up")
@@ -99,6 +99,11 @@ func (o *orchestrator) runnersDownStretch(ctx context.Context, start, end time.T
 			}
 		}
 		o.watchCatchUp(ctx, up)
+		// Until it has caught up, no runner follows: the versions overwritten meanwhile
+		// are coalesced, as promised, so the stretch counts as a fault's.
+		o.mu.Lock()
+		o.spans = append(o.spans, span{from, time.Now()})
+		o.mu.Unlock()
 	}()
 	return done
 }
