@@ -389,9 +389,14 @@ func (tr *triggerRun) advanceTo(versions []rdb.Version) {
 	}
 }
 
-// advance moves the cursor to c when that is past it in the index's order.
+// advance moves the cursor to c when that is past it in the index's order, or at the same
+// place with the time's exact epoch seconds where the cursor has none: a version the feed
+// brought holds its time as the driver decoded it (to the millisecond), whose bound a
+// server may read as just below the version itself, which then shows as lag for ever;
+// the next catch-up's read of it carries the exact time.
 func (tr *triggerRun) advance(c rdb.TriggerCursor) {
-	if tr.cursor == nil || cursorBefore(*tr.cursor, c) {
+	if tr.cursor == nil || cursorBefore(*tr.cursor, c) ||
+		(c.T != nil && tr.cursor.T == nil && !cursorBefore(c, *tr.cursor)) {
 		tr.cursor = &c
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/rjqgo/rethinkdb-job-queue/internal/rdb"
 	"github.com/rjqgo/rethinkdb-job-queue/job"
@@ -96,4 +97,22 @@ func TestCursorsGoInTheIndexOrder(t *testing.T) {
 	} {
 		assert.Equal(t, tc.less, cursorBefore(tc.a, tc.b), "%v < %v", tc.a, tc.b)
 	}
+}
+
+// A cursor at the place it already is replaces it only to bring the exact epoch seconds
+// of its time, which a cursor from the feed lacks.
+func TestAdvanceTakesTheExactTimeAtTheSamePlace(t *testing.T) {
+	at := time.Now()
+	secs := float64(at.UnixNano()) / 1e9
+	tr := &triggerRun{}
+	tr.advance(rdb.TriggerCursor{V: at, ID: "b"})
+	require.Nil(t, tr.cursor.T)
+	tr.advance(rdb.TriggerCursor{V: at, ID: "b", T: &secs})
+	require.NotNil(t, tr.cursor.T, "the same place, with the exact time")
+	tr.advance(rdb.TriggerCursor{V: at, ID: "a", T: &secs})
+	assert.Equal(t, "b", tr.cursor.ID, "a place before it never moves the cursor back")
+	tr.advance(rdb.TriggerCursor{V: at, ID: "b"})
+	assert.NotNil(t, tr.cursor.T, "nor does the same place without the exact time")
+	tr.advance(rdb.TriggerCursor{V: at, ID: "c"})
+	assert.Equal(t, "c", tr.cursor.ID)
 }
