@@ -111,8 +111,8 @@ func follow(ctx context.Context, orders r.Term, s *r.Session, ran <-chan change,
 }
 
 // report prints what Triggers says of the trigger, once its runner has recorded the three
-// jobs (it records its progress every second). Its Lag, the age of the oldest version
-// past its cursor, is what to alert on (the metric rjq_trigger_lag_seconds).
+// jobs (it records its progress every second) and caught up: its Lag, the age of the
+// oldest version past its cursor, is zero (the metric rjq_trigger_lag_seconds).
 func report(ctx context.Context, q *queue.Queue, out io.Writer) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -121,8 +121,8 @@ func report(ctx context.Context, q *queue.Queue, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if s := stats[0]; s.Jobs == 3 {
-			fmt.Fprintf(out, "trigger %s on table %s: %d jobs, run here: %v\n",
+		if s := stats[0]; s.Jobs == 3 && s.Lag == 0 {
+			fmt.Fprintf(out, "trigger %s on table %s: %d jobs, run here: %v, caught up\n",
 				s.Name, s.Table, s.Jobs, s.Runner == q.ID())
 			return nil
 		}

@@ -21,6 +21,6 @@ func TestATriggerMakesTheJobsOfAnOrdersVersions(t *testing.T) {
 	assert.Equal(t, `job: order o1 is placed
 job: order o1 is paid
 job: order o2 is placed
-trigger orders on table orders: 3 jobs, run here: true
+trigger orders on table orders: 3 jobs, run here: true, caught up
 `, out.String())
 }
