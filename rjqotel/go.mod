@@ -3,7 +3,7 @@ module github.com/rjqgo/rethinkdb-job-queue/rjqotel
 go 1.26.0
 
 require (
-	github.com/rjqgo/rethinkdb-job-queue v0.0.0-20261129103106-b4459c79aa45
+	github.com/rjqgo/rethinkdb-job-queue v0.0.0-20261129133637-75807e4f8d3f
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0

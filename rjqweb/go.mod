@@ -3,7 +3,7 @@ module github.com/rjqgo/rethinkdb-job-queue/rjqweb
 go 1.25.0
 
 require (
-	github.com/rjqgo/rethinkdb-job-queue v0.0.0-20261129103106-b4459c79aa45
+	github.com/rjqgo/rethinkdb-job-queue v0.0.0-20261129133637-75807e4f8d3f
 	github.com/stretchr/testify v1.12.1
 	gopkg.in/rethinkdb/rethinkdb-go.v6 v6.2.1
 )

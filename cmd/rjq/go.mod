@@ -5,8 +5,8 @@ go 1.26.0
 require (
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
-	github.com/rjqgo/rethinkdb-job-queue v0.0.0-20261129103106-b4459c79aa45
-	github.com/rjqgo/rethinkdb-job-queue/rjqweb v0.0.0-20261129103106-b4459c79aa45
+	github.com/rjqgo/rethinkdb-job-queue v0.0.0-20261129133637-75807e4f8d3f
+	github.com/rjqgo/rethinkdb-job-queue/rjqweb v0.0.0-20261129133637-75807e4f8d3f
 	github.com/stretchr/testify v1.12.1
 	gopkg.in/rethinkdb/rethinkdb-go.v6 v6.2.1
 )
